@@ -6,3 +6,4 @@ pub mod mvcc;
 pub mod request;
 pub mod watch;
 pub mod snapshot;
+pub mod db;

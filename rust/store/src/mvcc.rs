@@ -108,6 +108,20 @@ impl Mvcc {
         Ok(self.index.get_key_value(key).and_then(|(k, h)| h.at(at).map(|v| v.to_kv(k))))
     }
 
+    /// A transaction without writes, evaluated against the current state.
+    pub fn read_txn(&self, t: &TxnRequest) -> Result<TxnResult> {
+        let succeeded = t.compare.iter().all(|c| self.compare(c));
+        let ops = if succeeded { &t.success } else { &t.failure };
+        let mut responses = Vec::with_capacity(ops.len());
+        for op in ops {
+            let RequestOp::Range(r) = op else {
+                return Err(StoreError::InvalidArgument("read_txn given a write".into()));
+            };
+            responses.push(OpResult::Range(self.range(r)?));
+        }
+        Ok(TxnResult { succeeded, revision: self.rev, responses })
+    }
+
     fn collect_range(&self, req: &RangeRequest, at: i64) -> RangeResult {
         let range = req.key_range();
         let limit = if req.limit > 0 { req.limit as usize } else { usize::MAX };
