@@ -71,13 +71,16 @@ impl Completions {
         }
     }
 
-    /// Everything finished since the last drain. Re-arms the signal first, so nothing pushed
-    /// during the drain is left without a wake-up.
+    /// Everything finished since the last drain.
+    ///
+    /// Order matters: reset the fd, then re-arm the flag, then take the queues. A push before the
+    /// re-arm is in the queues we take; a push after it signals the fd again. (Re-arming before
+    /// the read could swallow that new signal and strand the next push.)
     pub fn drain(&self) -> (Vec<Finished>, Vec<u64>) {
-        self.signalled.store(false, Ordering::Release);
         let mut buf: u64 = 0;
         // SAFETY: reads at most 8 bytes into a live u64; EAGAIN is fine (non-blocking fd).
         unsafe { libc::read(self.fd(), (&mut buf as *mut u64).cast(), 8) };
+        self.signalled.store(false, Ordering::Release);
         let done = std::mem::take(&mut *self.done.lock().unwrap());
         let watches = std::mem::take(&mut *self.watches.lock().unwrap()).into_iter().collect();
         (done, watches)

@@ -53,6 +53,13 @@ impl NativeStore {
         (kind, cmd)
     }
 
+    fn open_db(&self) -> PyResult<&Db> {
+        if self.db.is_closed() {
+            return Err(to_py(kubecore_store::error::StoreError::Closed));
+        }
+        Ok(&self.db)
+    }
+
     /// Proposes and waits without the GIL.
     fn run(&self, py: Python<'_>, kind: Kind, cmd: Command) -> PyResult<Py<PyAny>> {
         let applied = py.detach(|| self.db.execute(cmd)).map_err(to_py)?;
@@ -232,17 +239,17 @@ impl NativeStore {
     }
 
     #[getter]
-    fn revision(&self) -> i64 {
-        self.db.revision()
+    fn revision(&self) -> PyResult<i64> {
+        self.open_db().map(Db::revision)
     }
 
     #[getter]
-    fn compact_revision(&self) -> i64 {
-        self.db.compact_revision()
+    fn compact_revision(&self) -> PyResult<i64> {
+        self.open_db().map(Db::compact_revision)
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.db.stats();
+        let s = self.open_db()?.stats();
         let d = PyDict::new(py);
         d.set_item("revision", s.revision)?;
         d.set_item("compact_revision", s.compact_revision)?;

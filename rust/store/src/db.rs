@@ -235,10 +235,9 @@ impl Db {
     /// Starts a watch on `range` from `start_revision` (0: from the next change on).
     pub fn watch(&self, range: KeyRange, start_revision: i64, notify: Option<Notify>) -> Result<Arc<Watcher>> {
         self.check_open()?;
+        // A start revision below the compaction point is accepted, as etcd does: the first poll
+        // ends the watch with WatchEnd::Compacted.
         let mvcc = self.shared.mvcc.read().unwrap();
-        if start_revision > 0 && start_revision < mvcc.compact_revision() {
-            return Err(StoreError::Compacted { compact_revision: mvcc.compact_revision() });
-        }
         let start = if start_revision > 0 { start_revision } else { mvcc.revision() + 1 };
         let id = self.next_watch_id.fetch_add(1, Ordering::Relaxed);
         let w = Arc::new(Watcher::new(id, range, start, mvcc.revision(), self.opts.watch_buffer, notify));

@@ -17,7 +17,7 @@ pub enum CompareOp {
 impl CompareOp {
     pub fn parse(op: &str) -> Result<Self> {
         match op {
-            "=" | "==" => Ok(Self::Equal),
+            "=" => Ok(Self::Equal),
             "!=" => Ok(Self::NotEqual),
             "<" => Ok(Self::Less),
             ">" => Ok(Self::Greater),
