@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     cmds.required = True
 
     def add(name: str, fn: Callable[[Store, argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
-        c = cmds.add_parser(name, help=help)
+        c: argparse.ArgumentParser = cmds.add_parser(name, help=help)
         c.set_defaults(run=lambda args: _with_store(args, fn))
         return c
 
@@ -167,8 +167,8 @@ def run_demo(args: argparse.Namespace) -> int:
             stale = s.txn(compare=[Compare.mod_revision(cur.key, "=", cur.mod_revision)], success=[Op.delete(cur.key)])
             say(f"  the same swap with the stale revision: succeeded={stale.succeeded} (optimistic concurrency)")
             s.delete(b"/registry/pods/default/cache")
-            r = s.range(b"/registry/pods/", prefix_end(b"/registry/pods/"))
-            say(f"  list pods: {[kv.key.decode().rsplit('/', 1)[1] for kv in r.kvs]} (count {r.count})")
+            pods = s.range(b"/registry/pods/", prefix_end(b"/registry/pods/"))
+            say(f"  list pods: {[kv.key.decode().rsplit('/', 1)[1] for kv in pods.kvs]} (count {pods.count})")
             old = s.get(b"/registry/pods/default/cache", revision=4)
             say(f"  pods/cache as of revision 4 (before the delete): {old.value.decode() if old else None}")
             say("  the watch saw, in order:")

@@ -46,7 +46,7 @@ class Watch:
             return [self._buf.popleft() for _ in range(n)]
         if self._ended:
             return []
-        events = self._native.poll(max_events, -1.0 if timeout is None else max(timeout, 0.0))
+        events = self._native.poll(max_events, timeout)
         if events is None:
             self._ended = True
             return []
@@ -63,7 +63,7 @@ class Watch:
         if not self._buf:
             if self._ended:
                 raise StopIteration
-            events = self._native.poll(self._batch, -1.0)
+            events = self._native.poll(self._batch, None)
             if events is None:
                 self._ended = True
                 raise StopIteration

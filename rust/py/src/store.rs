@@ -86,7 +86,7 @@ fn delete_cmd(key: &Bound<'_, PyBytes>, end: Option<&Bound<'_, PyBytes>>, prev_k
 impl NativeStore {
     /// Opens the store in `path` (None: in memory only).
     #[staticmethod]
-    #[pyo3(signature = (path, *, fsync=true, max_request_bytes=1536*1024, snapshot_every=100_000, watch_buffer=8192))]
+    #[pyo3(signature = (path, *, fsync=true, max_request_bytes=1_572_864, snapshot_every=100_000, watch_buffer=8192))]
     fn open(py: Python<'_>, path: Option<PathBuf>, fsync: bool, max_request_bytes: usize, snapshot_every: u64, watch_buffer: usize) -> PyResult<Self> {
         let opts = Options { dir: path, fsync, max_request_bytes, snapshot_every, watch_buffer };
         let db = py.detach(|| Db::open(opts)).map_err(to_py)?;
@@ -180,7 +180,8 @@ impl NativeStore {
         Ok(())
     }
 
-    /// Submits a transaction that writes; read-only ones are answered at once (returns True).
+    /// Submits a transaction that writes (returns None; the result comes through drain()); a
+    /// read-only one is answered at once and its TxnResult returned.
     fn submit_txn(&self, py: Python<'_>, token: u64, compare: Vec<PyRef<'_, Compare>>, success: Vec<PyRef<'_, Op>>, failure: Vec<PyRef<'_, Op>>) -> PyResult<Option<Py<PyAny>>> {
         let t = txn_request(compare, success, failure);
         if t.is_read_only() {

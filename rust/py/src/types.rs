@@ -8,8 +8,8 @@ use pyo3::types::{PyBytes, PyList};
 
 use kubecore_store::kv::{self, EventType, OpResult, RangeResult as RsRange, TxnResult as RsTxn};
 
-#[pyclass(frozen, eq, name = "KeyValue", module = "kubecore.store")]
-#[derive(PartialEq, Eq)]
+#[pyclass(frozen, eq, hash, name = "KeyValue", module = "kubecore.store")]
+#[derive(PartialEq, Eq, Hash)]
 pub struct KeyValue(pub kv::KeyValue);
 
 #[pymethods]

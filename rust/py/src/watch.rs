@@ -28,12 +28,12 @@ impl NativeWatch {
         self.w.id
     }
 
-    /// Up to `max_events` events; waits up to `timeout` seconds (negative: until there are some).
+    /// Up to `max_events` events; waits up to `timeout` seconds (None: until there are some).
     /// Returns [] on timeout and None once the watch is cancelled or its store closed; raises
     /// CompactedError when the events it still had to deliver were compacted away.
-    #[pyo3(signature = (max_events=1024, timeout=-1.0))]
-    fn poll(&self, py: Python<'_>, max_events: usize, timeout: f64) -> PyResult<Option<Vec<Py<Event>>>> {
-        let deadline = (timeout >= 0.0).then(|| Instant::now() + Duration::from_secs_f64(timeout));
+    #[pyo3(signature = (max_events=1024, timeout=None))]
+    fn poll(&self, py: Python<'_>, max_events: usize, timeout: Option<f64>) -> PyResult<Option<Vec<Py<Event>>>> {
+        let deadline = timeout.map(|t| Instant::now() + Duration::from_secs_f64(t.max(0.0)));
         loop {
             let slice = match deadline {
                 None => SLICE,

@@ -117,6 +117,9 @@ pub struct Config {
     pub tick_interval: Duration,
     /// This node's raft id; a fresh group has voters `[node_id]` (default 1).
     pub node_id: u64,
+    /// Applied entries kept in memory behind the applied index (default 1024). Older ones are
+    /// only in the WAL until the next snapshot, so memory does not grow with `snapshot_every`.
+    pub mem_log_entries: u64,
 }
 
 impl Default for Config {
@@ -128,6 +131,7 @@ impl Default for Config {
             segment_bytes: 64 << 20,
             tick_interval: Duration::from_millis(100),
             node_id: 1,
+            mem_log_entries: 1024,
         }
     }
 }
@@ -147,4 +151,6 @@ pub struct Stats {
     pub proposals: u64,
     /// WAL bytes written since open.
     pub wal_bytes: u64,
+    /// Log entries held in memory (the rest are only in the WAL).
+    pub mem_entries: u64,
 }

@@ -42,6 +42,7 @@ pub(crate) struct StatsCell {
     fsyncs: AtomicU64,
     proposals: AtomicU64,
     wal_bytes: AtomicU64,
+    mem_entries: AtomicU64,
 }
 
 impl StatsCell {
@@ -53,6 +54,7 @@ impl StatsCell {
             fsyncs: self.fsyncs.load(Relaxed),
             proposals: self.proposals.load(Relaxed),
             wal_bytes: self.wal_bytes.load(Relaxed),
+            mem_entries: self.mem_entries.load(Relaxed),
         }
     }
 }
@@ -376,6 +378,10 @@ impl<S: StateMachine> Node<S> {
             self.last_snap = self.raw.store().snap_index();
             return Ok(());
         };
+        let window = self.cfg.mem_log_entries;
+        if applied > self.raw.store().snap_index() + 2 * window {
+            self.raw.mut_store().compact_to(applied - window);
+        }
         if applied < self.last_snap + self.cfg.snapshot_every.max(1) {
             return Ok(());
         }
@@ -404,6 +410,8 @@ impl<S: StateMachine> Node<S> {
         s.last_index.store(self.raw.store().last_index(), Relaxed);
         s.snapshot_index.store(self.last_snap, Relaxed);
         s.proposals.store(self.proposals, Relaxed);
+        let store = self.raw.store();
+        s.mem_entries.store(store.last_index() - store.snap_index(), Relaxed);
         if let Some(d) = &self.disk {
             s.fsyncs.store(d.wal.fsyncs, Relaxed);
             s.wal_bytes.store(d.wal.bytes_written, Relaxed);

@@ -167,3 +167,20 @@ fn bad_record_in_non_last_segment_is_corruption() {
         other => panic!("expected Corruption, got {:?}", other.err()),
     }
 }
+
+#[test]
+fn memory_holds_a_bounded_window_and_reopen_replays_the_rest_from_the_wal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = || Config { mem_log_entries: 16, snapshot_every: 1_000_000, ..cfg(tmp.path()) };
+    let (h, _) = open(cfg());
+    for i in 0..500 {
+        put(&h, &item(i)).unwrap();
+    }
+    let st = h.stats();
+    assert!(st.mem_entries <= 3 * 16, "applied entries are dropped from memory: {st:?}");
+    assert_eq!(st.snapshot_index, 0, "no snapshot was taken");
+    h.close().unwrap();
+    let (h, sm) = open(cfg());
+    assert_eq!(sm.items(), (0..500).map(item).collect::<Vec<_>>());
+    h.close().unwrap();
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 pub type Bytes = Arc<[u8]>;
 
 /// A key's state at one revision, as etcd's `mvccpb.KeyValue`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KeyValue {
     pub key: Bytes,
     pub value: Bytes,

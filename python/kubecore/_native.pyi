@@ -1,0 +1,293 @@
+"""Type stubs for ``kubecore._native``, the compiled bindings built from ``rust/py/src/*.rs``.
+
+Kept in step with the Rust by ``python -m mypy.stubtest kubecore._native`` (see
+``tests/unit/test_native_stubs.py``). Every parameter that the Rust ``#[pyo3(signature = ...)]``
+does not mark keyword-only may also be passed by keyword, so none is positional-only here.
+"""
+
+import os
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias, final
+
+__all__ = [
+    "StoreError",
+    "CompactedError",
+    "FutureRevisionError",
+    "LeaseNotFoundError",
+    "LeaseExistsError",
+    "StoreClosedError",
+    "CorruptionError",
+    "LockedError",
+    "RequestTooLargeError",
+    "StoreIOError",
+    "NativeStore",
+    "NativeWatch",
+    "KeyValue",
+    "PutResult",
+    "RangeResult",
+    "DeleteResult",
+    "TxnResult",
+    "LeaseTTL",
+    "Event",
+    "Compare",
+    "Op",
+    "prefix_end",
+]
+
+_CompareOp: TypeAlias = Literal["=", "!=", "<", ">"]
+# One entry of NativeStore.drain(): (token, ok, value). With ok=True, value is what the matching
+# blocking call returns (PutResult, DeleteResult, TxnResult, an int lease id, or None); with
+# ok=False it is the exception (a StoreError subclass or ValueError). Typed Any because callers
+# (kubecore.store._bridge) hand it to Future.set_result / set_exception depending on ok.
+_Completion: TypeAlias = tuple[int, bool, Any]
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The smallest key greater than every key that starts with `prefix` (b"\\0" when none is)."""
+
+# ---- exceptions (errors.rs) -----------------------------------------------------------------
+
+class StoreError(Exception):
+    """Base class of every store error."""
+
+class CompactedError(StoreError):
+    """The requested revision has been compacted; see `compact_revision`."""
+
+    compact_revision: int
+
+class FutureRevisionError(StoreError):
+    """The requested revision is newer than the store's; see `current_revision`."""
+
+    current_revision: int
+
+class LeaseNotFoundError(StoreError):
+    """No lease with this id exists (never granted, revoked or expired)."""
+
+    lease_id: int
+
+class LeaseExistsError(StoreError):
+    """A lease with this id already exists."""
+
+    lease_id: int
+
+class StoreClosedError(StoreError):
+    """The store (or the watch) has been closed."""
+
+class CorruptionError(StoreError):
+    """The data directory is damaged; the message names the file and offset."""
+
+class LockedError(StoreError):
+    """The data directory is held by another open store."""
+
+class RequestTooLargeError(StoreError):
+    """The request is larger than max_request_bytes."""
+
+    size: int
+    limit: int
+
+class StoreIOError(StoreError):
+    """An I/O error in the data directory."""
+
+# ---- results and events (types.rs) ----------------------------------------------------------
+
+@final
+class KeyValue:
+    def __new__(
+        cls, key: bytes, value: bytes, create_revision: int, mod_revision: int, version: int, lease: int = 0
+    ) -> KeyValue: ...
+    @property
+    def key(self) -> bytes: ...
+    @property
+    def value(self) -> bytes: ...
+    @property
+    def create_revision(self) -> int: ...
+    @property
+    def mod_revision(self) -> int: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def lease(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def __ne__(self, value: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class PutResult:
+    def __new__(cls, revision: int, prev_kv: KeyValue | None = None) -> PutResult: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def prev_kv(self) -> KeyValue | None: ...
+
+@final
+class RangeResult:
+    @property
+    def kvs(self) -> list[KeyValue]: ...
+    @property
+    def more(self) -> bool: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def revision(self) -> int: ...
+
+@final
+class DeleteResult:
+    @property
+    def deleted(self) -> int: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def prev_kvs(self) -> list[KeyValue]: ...
+
+@final
+class TxnResult:
+    @property
+    def succeeded(self) -> bool: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def responses(self) -> list[PutResult | RangeResult | DeleteResult]:
+        """One result per op of the branch that ran, in order."""
+
+@final
+class LeaseTTL:
+    @property
+    def id(self) -> int: ...
+    @property
+    def ttl(self) -> int: ...
+    @property
+    def granted_ttl(self) -> int: ...
+    @property
+    def keys(self) -> list[bytes]:
+        """The keys attached to the lease; empty unless asked for with ``keys=True``."""
+
+@final
+class Event:
+    """One change seen by a watch. `prev_kv` is filled only for watches that asked for it."""
+
+    @property
+    def type(self) -> Literal["PUT", "DELETE"]: ...
+    @property
+    def kv(self) -> KeyValue: ...
+    @property
+    def prev_kv(self) -> KeyValue | None: ...
+    @property
+    def revision(self) -> int:
+        """The revision of the change (kv.mod_revision), without building the key-value."""
+
+# ---- transaction parts (requests.rs) --------------------------------------------------------
+
+@final
+class Compare:
+    @staticmethod
+    def value(key: bytes, op: _CompareOp, target: bytes) -> Compare: ...
+    @staticmethod
+    def version(key: bytes, op: _CompareOp, target: int) -> Compare: ...
+    @staticmethod
+    def create_revision(key: bytes, op: _CompareOp, target: int) -> Compare: ...
+    @staticmethod
+    def mod_revision(key: bytes, op: _CompareOp, target: int) -> Compare: ...
+    @staticmethod
+    def lease(key: bytes, op: _CompareOp, target: int) -> Compare: ...
+
+@final
+class Op:
+    @staticmethod
+    def put(key: bytes, value: bytes, *, lease: int = 0, prev_kv: bool = False) -> Op: ...
+    @staticmethod
+    def get(key: bytes, *, revision: int = 0) -> Op: ...
+    @staticmethod
+    def range(
+        start: bytes,
+        end: bytes | None = None,
+        *,
+        revision: int = 0,
+        limit: int = 0,
+        keys_only: bool = False,
+        count_only: bool = False,
+    ) -> Op: ...
+    @staticmethod
+    def delete(key: bytes, end: bytes | None = None, *, prev_kv: bool = False) -> Op: ...
+
+# ---- the store (store.rs) and its watches (watch.rs) ----------------------------------------
+
+@final
+class NativeStore:
+    @staticmethod
+    def open(
+        path: str | os.PathLike[str] | None,
+        *,
+        fsync: bool = True,
+        max_request_bytes: int = 1572864,
+        snapshot_every: int = 100000,
+        watch_buffer: int = 8192,
+    ) -> NativeStore:
+        """Opens the store in `path` (None: in memory only)."""
+
+    def get(self, key: bytes, *, revision: int = 0) -> KeyValue | None: ...
+    def range(
+        self,
+        start: bytes,
+        end: bytes | None = None,
+        *,
+        revision: int = 0,
+        limit: int = 0,
+        keys_only: bool = False,
+        count_only: bool = False,
+    ) -> RangeResult: ...
+    def put(self, key: bytes, value: bytes, *, lease: int = 0, prev_kv: bool = False) -> PutResult: ...
+    def delete(self, key: bytes, end: bytes | None = None, *, prev_kv: bool = False) -> DeleteResult: ...
+    def txn(self, compare: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op]) -> TxnResult: ...
+    def compact(self, revision: int) -> None: ...
+    def lease_grant(self, ttl: int, *, id: int = 0) -> int: ...
+    def lease_revoke(self, id: int) -> None: ...
+    def lease_keepalive(self, id: int) -> int: ...
+    def lease_time_to_live(self, id: int, *, keys: bool = False) -> LeaseTTL: ...
+    def leases(self) -> list[int]: ...
+
+    # Asynchronous writes: each returns at once; the result arrives through drain() under `token`.
+    def submit_put(self, token: int, key: bytes, value: bytes, lease: int = 0, prev_kv: bool = False) -> None: ...
+    def submit_delete(self, token: int, key: bytes, end: bytes | None = None, prev_kv: bool = False) -> None: ...
+    def submit_txn(self, token: int, compare: Sequence[Compare], success: Sequence[Op], failure: Sequence[Op]) -> TxnResult | None:
+        """Submits a transaction that writes (returns None); a read-only one is answered at once: returns
+        its TxnResult and nothing arrives through drain()."""
+
+    def submit_compact(self, token: int, revision: int) -> None: ...
+    def submit_lease_grant(self, token: int, ttl: int, id: int = 0) -> None: ...
+    def submit_lease_revoke(self, token: int, id: int) -> None: ...
+    def completion_fd(self) -> int:
+        """The eventfd that becomes readable when drain() has something."""
+
+    def drain(self) -> tuple[list[_Completion], list[int]]:
+        """([(token, ok, result_or_exception)], [watch ids with news]) since the last call."""
+
+    def watch(
+        self,
+        key: bytes,
+        end: bytes | None = None,
+        *,
+        start_revision: int = 0,
+        prev_kv: bool = False,
+        notify: bool = False,
+    ) -> NativeWatch:
+        """A watch on [key, end) from `start_revision`; with `notify`, its news is announced through
+        completion_fd()/drain() (for asyncio)."""
+
+    @property
+    def revision(self) -> int: ...
+    @property
+    def compact_revision(self) -> int: ...
+    def stats(self) -> dict[str, int]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
+@final
+class NativeWatch:
+    @property
+    def id(self) -> int: ...
+    def poll(self, max_events: int = 1024, timeout: float | None = None) -> list[Event] | None:
+        """Up to `max_events` events; waits up to `timeout` seconds (negative: until there are some).
+        Returns [] on timeout and None once the watch is cancelled or its store closed; raises
+        CompactedError when the events it still had to deliver were compacted away."""
+
+    def cancel(self) -> None: ...
