@@ -29,6 +29,7 @@ pub fn delete_req(key: &Bound<'_, PyBytes>, end: Option<&Bound<'_, PyBytes>>, pr
     Ok(DeleteRequest { key: key_arg(key)?, end: end_arg(end), prev_kv })
 }
 
+/// A range request; `limit <= 0` means no limit, as in etcd.
 pub fn range_req(
     key: &Bound<'_, PyBytes>,
     end: Option<&Bound<'_, PyBytes>>,
@@ -37,9 +38,6 @@ pub fn range_req(
     keys_only: bool,
     count_only: bool,
 ) -> PyResult<RangeRequest> {
-    if limit < 0 {
-        return Err(PyValueError::new_err(format!("limit must be >= 0, got {limit}")));
-    }
     Ok(RangeRequest { key: key_arg(key)?, end: end_arg(end), revision, limit, keys_only, count_only })
 }
 

@@ -8,6 +8,12 @@ use std::time::{Duration, Instant};
 use crate::error::{Result, StoreError};
 use crate::kv::Bytes;
 
+/// Shortest TTL granted, in seconds: etcd's minimum for its default election timeout (1 s):
+/// 1.5 election timeouts, rounded up.
+pub const MIN_TTL: i64 = 2;
+/// Longest TTL granted, in seconds (etcd's MaxLeaseTTL).
+pub const MAX_TTL: i64 = 9_000_000_000;
+
 #[derive(Debug, Clone)]
 pub struct Lease {
     pub ttl: i64,
@@ -25,16 +31,18 @@ pub struct LeaseTable {
 }
 
 impl LeaseTable {
+    /// Grants lease `id` (0: the next free id). The TTL is raised to `MIN_TTL` and may not
+    /// exceed `MAX_TTL`, as etcd's lessor does.
     pub fn grant(&mut self, id: i64, ttl: i64, now: Instant) -> Result<i64> {
-        let id = if id == 0 { self.last_id + 1 } else { id };
-        if id < 0 {
-            return Err(StoreError::InvalidArgument(format!("lease id must be positive, got {id}")));
+        if ttl > MAX_TTL {
+            return Err(StoreError::InvalidArgument(format!("too large lease TTL: {ttl} > {MAX_TTL} seconds")));
         }
+        let id = if id == 0 { self.last_id + 1 } else { id };
         if self.leases.contains_key(&id) {
             return Err(StoreError::LeaseExists(id));
         }
         self.last_id = self.last_id.max(id);
-        let ttl = ttl.max(1);
+        let ttl = ttl.max(MIN_TTL);
         self.leases.insert(
             id,
             Lease { ttl, keys: HashSet::new(), expiry: now + secs(ttl), revoking: false },

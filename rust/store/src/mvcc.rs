@@ -197,7 +197,7 @@ impl Mvcc {
             Command::Compact(rev) => self.compact(*rev).map(|()| Applied::Compacted { revision: self.rev }),
             Command::LeaseGrant { id, ttl } => {
                 let id = self.leases.grant(*id, *ttl, now)?;
-                Ok(Applied::LeaseGranted { id, ttl: (*ttl).max(1) })
+                Ok(Applied::LeaseGranted { id, ttl: self.leases.get(id)?.ttl })
             }
             Command::LeaseRevoke(id) => self.revoke(*id, &mut sink).map(|revision| Applied::LeaseRevoked { revision }),
         }
@@ -218,8 +218,12 @@ impl Mvcc {
                     OpResult::Put { revision: 0, prev_kv: prev.filter(|_| p.prev_kv) }
                 }
                 RequestOp::Range(r) => {
-                    let at = if r.revision > 0 { r.revision } else if changed { new_rev } else { self.rev };
-                    OpResult::Range(self.collect_range(r, at))
+                    // Reads see the transaction's own earlier writes; the header revision is the
+                    // store's revision as of this op (etcd: begin revision, +1 once it wrote).
+                    let now = if changed { new_rev } else { self.rev };
+                    let mut rr = self.collect_range(r, if r.revision > 0 { r.revision } else { now });
+                    rr.revision = now;
+                    OpResult::Range(rr)
                 }
                 RequestOp::Delete(d) => {
                     let prev_kvs = self.delete_range(d, new_rev, sink);
@@ -233,9 +237,8 @@ impl Mvcc {
             self.rev = new_rev;
         }
         for r in &mut responses {
-            match r {
-                OpResult::Put { revision, .. } | OpResult::Delete { revision, .. } => *revision = self.rev,
-                OpResult::Range(rr) => rr.revision = self.rev,
+            if let OpResult::Put { revision, .. } | OpResult::Delete { revision, .. } = r {
+                *revision = self.rev;
             }
         }
         Ok(TxnResult { succeeded, revision: self.rev, responses })
@@ -375,8 +378,12 @@ impl Mvcc {
         if at > self.rev {
             return Err(StoreError::FutureRevision { current_revision: self.rev });
         }
+        // Keys changed below `at` lose their older versions; so do keys changed exactly at `at`
+        // (their version at `at` hides every older one). The log keeps the changes at `at`, which
+        // a watch from `at` still replays.
         let n = self.log.partition_point(|(r, _)| *r < at);
         let mut keys: Vec<Bytes> = self.log.drain(..n).map(|(_, k)| k).collect();
+        keys.extend(self.log.iter().take_while(|(r, _)| *r == at).map(|(_, k)| k.clone()));
         keys.sort_unstable();
         keys.dedup();
         for k in keys {
