@@ -37,6 +37,8 @@ pub struct Mvcc {
     pub(crate) compact_rev: i64,
     /// Keys whose newest version is not a tombstone.
     pub(crate) live: usize,
+    /// Versions retained across all keys (live, older and tombstones).
+    pub(crate) versions: usize,
     pub leases: LeaseTable,
 }
 
@@ -54,6 +56,7 @@ impl Mvcc {
             rev: 1,
             compact_rev: 0,
             live: 0,
+            versions: 0,
             leases: LeaseTable::default(),
         }
     }
@@ -75,8 +78,13 @@ impl Mvcc {
         self.live == 0
     }
 
-    /// Retained versions across all keys (live, old and tombstones).
+    /// Retained versions across all keys (live, older and tombstones).
     pub fn version_count(&self) -> usize {
+        self.versions
+    }
+
+    /// Changes kept in the revision log for watch replay.
+    pub fn history_len(&self) -> usize {
         self.log.len()
     }
 
@@ -318,6 +326,7 @@ impl Mvcc {
         if prev.is_none() {
             self.live += 1;
         }
+        self.versions += 1;
         if let Some(old) = prev.as_ref().filter(|v| v.lease != 0 && v.lease != p.lease) {
             self.leases.detach(old.lease, &key);
         }
@@ -346,6 +355,7 @@ impl Mvcc {
         let tomb = Version::tombstone(rev);
         history.push(tomb.clone());
         self.live -= 1;
+        self.versions += 1;
         if prev.lease != 0 {
             self.leases.detach(prev.lease, &key);
         }
@@ -388,7 +398,10 @@ impl Mvcc {
         keys.dedup();
         for k in keys {
             if let Some(h) = self.index.get_mut(&k[..]) {
-                if !h.compact(at) {
+                let before = h.versions().len();
+                let remains = h.compact(at);
+                self.versions -= before - if remains { h.versions().len() } else { 0 };
+                if !remains {
                     self.index.remove(&k[..]);
                 }
             }

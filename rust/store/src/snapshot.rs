@@ -92,6 +92,7 @@ pub fn read(r: &mut dyn Read) -> io::Result<Mvcc> {
         if history.live().is_some() {
             m.live += 1;
         }
+        m.versions += history.versions().len();
         if keys.last().is_some_and(|prev| prev >= &key) {
             return Err(invalid("snapshot keys are not in order"));
         }

@@ -72,6 +72,8 @@ pub struct Watcher {
 #[derive(Default)]
 pub struct Hub {
     synced: Mutex<Vec<Arc<Watcher>>>,
+    /// Set by `close_all`; a watcher that catches up afterwards ends instead of rejoining.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Hub {
@@ -85,7 +87,13 @@ impl Hub {
     }
 
     pub fn add_synced(&self, w: Arc<Watcher>) {
-        self.synced.lock().unwrap().push(w);
+        let mut synced = self.synced.lock().unwrap();
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            drop(synced);
+            w.end(WatchEnd::Closed);
+            return;
+        }
+        synced.push(w);
     }
 
     pub fn remove(&self, id: u64) {
@@ -94,7 +102,9 @@ impl Hub {
 
     /// Ends every synced watcher (the store is closing).
     pub fn close_all(&self) {
-        for w in self.synced.lock().unwrap().drain(..) {
+        let mut synced = self.synced.lock().unwrap();
+        self.closed.store(true, std::sync::atomic::Ordering::Release);
+        for w in synced.drain(..) {
             w.end(WatchEnd::Closed);
         }
     }
@@ -177,7 +187,11 @@ impl Watcher {
         loop {
             let mut st = self.state.lock().unwrap();
             if !st.buf.is_empty() {
-                let n = st.buf.len().min(max);
+                // Never split a revision: take past `max` to the end of the last one taken.
+                let mut n = st.buf.len().min(max);
+                while n < st.buf.len() && st.buf[n].kv.mod_revision == st.buf[n - 1].kv.mod_revision {
+                    n += 1;
+                }
                 return Ok(st.buf.drain(..n).collect());
             }
             match st.mode.clone() {

@@ -196,9 +196,13 @@ impl Model {
                     resps.push(Resp::Put(prev.map(|p| kv(k, &p))));
                 }
                 Op::Range(r) => {
-                    // revision 0 reads the transaction's own writes so far
+                    // revision 0 reads the transaction's own writes so far; the header revision
+                    // is the store's revision as of this op (etcd: begin revision, +1 once the
+                    // txn has written something)
                     let state = if r.revision > 0 { &self.states[r.revision as usize] } else { &work };
-                    resps.push(Resp::Range(self.collect(state, r)));
+                    let mut rr = self.collect(state, r);
+                    rr.revision = if changes.is_empty() { self.rev() } else { new_rev };
+                    resps.push(Resp::Range(rr));
                 }
                 Op::Delete(dk, end) => {
                     let keys: Vec<Vec<u8>> = work.keys().filter(|k| in_range(k, dk, end)).cloned().collect();
@@ -221,10 +225,7 @@ impl Model {
             .into_iter()
             .map(|r| match r {
                 Resp::Put(prev_kv) => OpResult::Put { revision: rev, prev_kv },
-                Resp::Range(mut rr) => {
-                    rr.revision = rev;
-                    OpResult::Range(rr)
-                }
+                Resp::Range(rr) => OpResult::Range(rr),
                 Resp::Delete(prev_kvs) => OpResult::Delete { revision: rev, deleted: prev_kvs.len() as i64, prev_kvs },
             })
             .collect();
@@ -383,7 +384,7 @@ fn key_range() -> impl Strategy<Value = (Vec<u8>, Option<Vec<u8>>)> {
 }
 
 fn range_req(revision: impl Strategy<Value = i64>) -> impl Strategy<Value = RangeReq> {
-    (key_range(), revision, 0i64..4, any::<bool>(), prop::bool::weighted(0.15)).prop_map(
+    (key_range(), revision, -1i64..4, any::<bool>(), prop::bool::weighted(0.15)).prop_map(
         |((key, end), revision, limit, keys_only, count_only)| RangeReq { key, end, revision, limit, keys_only, count_only },
     )
 }
@@ -424,18 +425,13 @@ fn step() -> impl Strategy<Value = Step> {
 
 // ---- checks ----------------------------------------------------------------------------------
 
-/// A replayed change made exactly at the compaction point may or may not still know its previous
-/// value (the version before it is dropped only when that key took part in the compaction; a key
-/// untouched since an earlier compaction keeps it one round longer). When present it must be
-/// right; it is then dropped from both sides so the rest compares exactly.
+/// A replayed change made exactly at the compaction point no longer knows its previous value:
+/// compacting at `c` drops every version older than a key's version at `c` (as etcd's backend
+/// does, where `prev_kv` is read at `c - 1`). The model's events are adjusted to say so.
 fn normalize(got: &mut [Event], want: &mut [Event], compact: i64) -> Result<(), TestCaseError> {
     prop_assert_eq!(got.len(), want.len(), "event counts differ: got {:?}, model {:?}", got, want);
-    for (g, w) in got.iter_mut().zip(want.iter_mut()) {
+    for w in want.iter_mut() {
         if w.kv.mod_revision <= compact {
-            if g.prev_kv.is_some() {
-                prop_assert_eq!(&g.prev_kv, &w.prev_kv, "prev_kv at the compaction point is wrong");
-            }
-            g.prev_kv = None;
             w.prev_kv = None;
         }
     }
@@ -634,4 +630,23 @@ fn model_regressions() {
     for steps in cases {
         run_case(&steps).unwrap();
     }
+}
+
+/// BUG (minor, stats): `Mvcc::version_count` is documented as "retained versions across all keys
+/// (live, old and tombstones)" and is reported as `Stats.versions` / `Store.stats()["versions"]`,
+/// but it returns the length of the revision log, which compaction drains even for versions that
+/// stay readable. After `put a; put b; compact(head)` two versions are retained (and readable)
+/// while `version_count()` says 1; with more keys it drops to far below the number of live keys.
+/// Fix: either document it as "changes retained in the revision log (watch history)", or keep a
+/// real counter (+1 per version pushed, -dropped in `compact`, recomputed in `snapshot::read`).
+#[test]
+fn version_count_counts_retained_versions() {
+    let mut m = Mvcc::new();
+    let t = |k: &[u8]| Command::Txn(TxnRequest::single(to_request_op(&Op::Put(k.to_vec(), b"v".to_vec()))));
+    for k in KEYS {
+        m.apply(&t(k), Instant::now(), None).unwrap();
+    }
+    m.compact(m.revision()).unwrap();
+    assert_eq!(m.len(), KEYS.len());
+    assert!(m.version_count() >= m.len(), "{} live keys but version_count() = {}", m.len(), m.version_count());
 }
