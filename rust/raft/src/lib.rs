@@ -29,9 +29,11 @@
 //!       applied to raft-rs); each proposal's [`Completion`] gets its output, looked up by the
 //!       id in the entry context.
 //!    7. `advance_apply_to(applied)`.
-//!    8. *Snapshot* when `snapshot_every` entries were applied since the last one, then compact
-//!       the in-memory log and delete WAL segments wholly covered by it. (In memory mode the
-//!       log is compacted to the applied index after every apply.)
+//!    8. *Trim and snapshot*: keep at most `mem_log_entries` applied entries in memory (older
+//!       ones live on in the WAL); when `snapshot_every` entries were applied since the last
+//!       snapshot, write one, then compact the in-memory log and delete WAL segments wholly
+//!       covered by it. (In memory mode the log is compacted to the applied index after every
+//!       apply.)
 //! 2. **Close.** On `close()` the loop finishes the iteration (completing in-flight proposals),
 //!    writes and syncs any staged record, and exits, dropping the directory lock.
 //!
