@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubecore.cli import store_cmd
+from kubecore.cli import apiserver_cmd, store_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,6 +13,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     store_cmd.register(sub)
+    apiserver_cmd.register(sub)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""The Kubernetes API server: an aiohttp application over kubecore.store."""

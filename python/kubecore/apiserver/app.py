@@ -1,0 +1,165 @@
+"""The aiohttp application: the handler chain as middlewares, configured here in one place.
+
+    request info -> authentication -> authorization -> inflight limit -> route
+    (admission, validation and storage run inside the resource handlers: rest.py)
+
+Every StatusError becomes upstream's Status JSON with its HTTP code; any other exception a 500
+Status (and a log line), never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from aiohttp import web
+
+from kubecore.api import errors
+from kubecore.api.registry import Registry, builtin_registry
+from kubecore.apiserver import discovery
+from kubecore.apiserver.admission import Admission
+from kubecore.apiserver.requestinfo import RequestInfo, parse
+from kubecore.apiserver.rest import Resources, path_not_found, respond
+from kubecore.apiserver.storage import ObjectStore
+from kubecore.store import Store
+
+log = logging.getLogger("kubecore.apiserver")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+OBJECTS = web.AppKey("objects", ObjectStore)
+REGISTRY = web.AppKey("registry", Registry)
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    groups: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    """Limits of the inflight stage (upstream's --max-requests-inflight defaults)."""
+
+    max_readonly: int = 400
+    max_mutating: int = 200
+    retry_after_seconds: int = 1
+
+
+def _info(request: web.Request) -> RequestInfo:
+    info: RequestInfo = request["info"]
+    return info
+
+
+@web.middleware
+async def status_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except errors.StatusError as e:
+        headers = {}
+        if e.code == 429:
+            headers["Retry-After"] = str((e.details or {}).get("retryAfterSeconds", 1))
+        return web.Response(body=e.body(), status=e.code, content_type="application/json", headers=headers)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("internal error serving %s %s", request.method, request.path)
+        e = errors.internal("an internal error occurred; see the server log")
+        return web.Response(body=e.body(), status=500, content_type="application/json")
+
+
+@web.middleware
+async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request["info"] = parse(request.method, request.path, dict(request.query))
+    return await handler(request)
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Allow-all for now (loopback only): every request acts as a cluster admin."""
+    request["user"] = User("kubecore-admin", ("system:masters", "system:authenticated"))
+    return await handler(request)
+
+
+@web.middleware
+async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Allow-all for now; the decision point every request passes through."""
+    return await handler(request)
+
+
+def inflight_limiter(cfg: ChainConfig) -> Any:
+    """Bounded concurrency, separately for reads and writes; excess gets 429 + Retry-After.
+    Long-running requests (watch) are not counted, as upstream."""
+    counts = {"read": 0, "write": 0}
+    limits = {"read": cfg.max_readonly, "write": cfg.max_mutating}
+
+    @web.middleware
+    async def limit(request: web.Request, handler: Handler) -> web.StreamResponse:
+        info = _info(request)
+        if info.verb == "watch":
+            return await handler(request)
+        kind = "read" if request.method in ("GET", "HEAD", "OPTIONS") else "write"
+        if counts[kind] >= limits[kind]:
+            raise errors.too_many_requests("Too many requests, please try again later.", cfg.retry_after_seconds)
+        counts[kind] += 1
+        try:
+            return await handler(request)
+        finally:
+            counts[kind] -= 1
+
+    return limit
+
+
+class Router:
+    """Non-resource paths (discovery, health, version) and the resource handlers."""
+
+    def __init__(self, registry: Registry, resources: Resources) -> None:
+        self.registry = registry
+        self.resources = resources
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        info = _info(request)
+        if info.is_resource_request:
+            return await self.resources.handle(request, info)
+        if request.method not in ("GET", "HEAD"):
+            raise errors.StatusError(405, "MethodNotAllowed", f"{request.method} is not supported on {request.path}")
+        return self.non_resource(request, info)
+
+    def non_resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/version":
+            return respond(discovery.version_info())
+        if path == "/api":
+            return respond(discovery.api_versions(request.host))
+        if path == "/apis":
+            return respond(discovery.api_group_list(self.registry))
+        doc: dict[str, Any] | None = None
+        if info.api_prefix == "api" and info.version:
+            doc = discovery.api_resource_list(self.registry, "", info.version)
+        elif info.api_prefix == "apis" and info.group and info.version:
+            doc = discovery.api_resource_list(self.registry, info.group, info.version)
+        elif info.api_prefix == "apis" and info.group:
+            doc = discovery.api_group(self.registry, info.group)
+        if doc is None:
+            raise path_not_found()
+        return respond(doc)
+
+
+def build_app(store: Store, *, registry: Registry | None = None, chain: ChainConfig | None = None) -> web.Application:
+    registry = registry or builtin_registry()
+    objects = ObjectStore(store)
+    resources = Resources(registry, objects, Admission(registry, objects))
+    app = web.Application(
+        client_max_size=4 * 1024 * 1024,
+        middlewares=[status_errors, request_info, authenticate, authorize, inflight_limiter(chain or ChainConfig())],
+    )
+    app.router.add_route("*", "/{tail:.*}", Router(registry, resources))
+    app[OBJECTS] = objects
+    app[REGISTRY] = registry
+    return app
+
+
+
+__all__ = ["OBJECTS", "REGISTRY", "ChainConfig", "build_app"]

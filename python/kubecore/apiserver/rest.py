@@ -1,0 +1,305 @@
+"""The resource handlers: get, list, create, update, patch, delete, deletecollection, watch, and
+the status subresource, for every type in the registry.
+
+Each handler is one request's whole story: decode and check the input, run admission, write with
+an optimistic-concurrency transaction, answer with the object (or a Table / metadata view).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import msgspec
+from aiohttp import web
+
+from kubecore.api import errors, meta
+from kubecore.api.registry import Registry, ResourceType
+from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
+from kubecore.apiserver import patch as patching
+from kubecore.apiserver import table, watch
+from kubecore.apiserver.admission import Admission
+from kubecore.apiserver.requestinfo import RequestInfo
+from kubecore.apiserver.storage import ObjectStore, parse_rv
+
+Obj = dict[str, Any]
+MAX_BODY = 3 * 1024 * 1024
+_decode_any = msgspec.json.Decoder().decode
+_encode = msgspec.json.encode
+UNKNOWN_MEDIA = (
+    "the body of the request was in an unknown format - accepted media types include: "
+    "application/json, application/yaml"
+)
+
+
+def path_not_found() -> errors.StatusError:
+    """What upstream answers for a path no handler serves."""
+    return errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+
+
+def respond(obj: Any, status: int = 200) -> web.Response:
+    return web.Response(body=_encode(obj), status=status, content_type="application/json")
+
+
+async def read_json(request: web.Request, *, allowed: tuple[str, ...] = ("application/json",)) -> Any:
+    ct = request.content_type
+    if ct not in allowed and not (ct in ("", "application/octet-stream") and "application/json" in allowed):
+        raise errors.unsupported_media_type(ct)
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise errors.request_too_large("the request body is larger than 3 MiB")
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise errors.request_too_large("the request body is larger than 3 MiB") from None
+    if len(raw) > MAX_BODY:
+        raise errors.request_too_large("the request body is larger than 3 MiB")
+    try:
+        return _decode_any(raw)
+    except msgspec.DecodeError as e:
+        raise errors.bad_request(f"the body of the request could not be decoded as JSON: {e}") from None
+
+
+def _body_obj(body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    return body
+
+
+class Resources:
+    """Handlers for resource requests, bound to one registry and one object store."""
+
+    def __init__(self, registry: Registry, objects: ObjectStore, admission: Admission) -> None:
+        self.registry = registry
+        self.objects = objects
+        self.admission = admission
+
+    # ---- dispatch ----------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        rt = self.registry.get(info.group, info.version, info.resource)
+        if rt is None or (info.namespace and not rt.namespaced) or len(info.parts) > 3:
+            raise path_not_found()
+        if info.subresource and info.subresource not in rt.subresources:
+            raise path_not_found()
+        if rt.namespaced and not info.namespace and info.verb not in ("list", "watch"):
+            raise path_not_found()
+        handler = self._handler(info)
+        if handler is None or info.verb not in rt.verbs and not info.subresource:
+            raise errors.method_not_allowed(rt, info.verb)
+        return await handler(request, info, rt)
+
+    def _handler(self, info: RequestInfo) -> Callable[..., Any] | None:
+        if info.subresource == "status":
+            return {"get": self.get, "update": self.update_status, "patch": self.patch}.get(info.verb)
+        if info.subresource:
+            return None
+        return {
+            "get": self.get,
+            "list": self.list,
+            "watch": self.watch,
+            "create": self.create,
+            "update": self.update,
+            "patch": self.patch,
+            "delete": self.delete,
+            "deletecollection": self.delete_collection,
+        }.get(info.verb)
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    async def get(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        obj = self.objects.get(rt, info.namespace, info.name)
+        accept = request.headers.get("Accept", "")
+        if table.wants_table(accept):
+            lm = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+            return respond(table.table([obj], list_meta=lm, include=request.query.get("includeObject", "Metadata")))
+        if table.wants_partial_metadata(accept):
+            return respond(table.partial(obj))
+        return respond(obj)
+
+    def _matcher(self, request: web.Request, rt: ResourceType, name: str = "") -> Callable[[Obj], bool]:
+        labels = parse_label_selector(request.query.get("labelSelector", ""))
+        fields = parse_field_selector(request.query.get("fieldSelector", ""), rt)
+        if labels.empty and fields.empty:
+            return lambda obj: True
+        return lambda obj: labels.matches((obj.get("metadata") or {}).get("labels") or {}) and fields.matches(
+            object_fields(rt, obj)
+        )
+
+    async def list(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        q = request.query
+        limit = q.get("limit", "0")
+        if not limit.isdigit():
+            raise errors.bad_request(f"invalid limit {limit!r}")
+        rv = parse_rv(q.get("resourceVersion"))
+        page = self.objects.list(
+            rt,
+            info.namespace,
+            match=self._matcher(request, rt),
+            limit=int(limit),
+            continue_token=q.get("continue", ""),
+            revision=rv if q.get("resourceVersionMatch") == "Exact" else 0,
+        )
+        list_meta: Obj = {"resourceVersion": str(page.revision)}
+        if page.continue_token:
+            list_meta["continue"] = page.continue_token
+            if page.remaining is not None:
+                list_meta["remainingItemCount"] = page.remaining
+        accept = request.headers.get("Accept", "")
+        if table.wants_table(accept):
+            return respond(table.table(page.items, list_meta=list_meta, include=q.get("includeObject", "Metadata")))
+        if table.wants_partial_metadata(accept):
+            items = [table.partial(o) for o in page.items]
+            return respond({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "items": items})
+        return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": list_meta, "items": page.items})
+
+    async def watch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
+        match = self._matcher(request, rt)
+        if info.name:  # /.../pods/x?watch=1 (deprecated form): a field selector on the name
+            inner = match
+            match = lambda o: (o.get("metadata") or {}).get("name") == info.name and inner(o)  # noqa: E731
+        return await watch.serve(request, self.objects, rt, info.namespace, match)
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _dry_run(request: web.Request) -> bool:
+        values = request.query.getall("dryRun", [])
+        for v in values:
+            if v != "All":
+                raise errors.bad_request(f"unsupported dryRun value {v!r}: only All is supported")
+        return bool(values)
+
+    async def create(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        body = _body_obj(await read_json(request))
+        obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
+        await self.admission.admit_create(rt, obj)
+        if self._dry_run(request):
+            return respond(obj, 201)
+        created = await self.objects.create(rt, info.namespace, obj["metadata"]["name"], obj)
+        return respond(created, 201)
+
+    def _check_name(self, info: RequestInfo, obj: Obj) -> None:
+        m = obj.setdefault("metadata", {})
+        if not isinstance(m, dict):
+            raise errors.bad_request("metadata must be an object")
+        name = m.get("name") or info.name
+        if name != info.name:
+            raise errors.bad_request(f"the name of the object ({name}) does not match the name on the URL ({info.name})")
+        m["name"] = name
+        ns = m.get("namespace")
+        if info.namespace and ns and ns != info.namespace:
+            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+
+    async def _write(self, request: web.Request, info: RequestInfo, rt: ResourceType, old: Obj, new: Obj) -> web.Response:
+        """Writes `new` over `old` if `old` is still current; finishes a deletion whose last
+        finalizer went away."""
+        old_rv = int(old["metadata"]["resourceVersion"])
+        want = parse_rv(new.get("metadata", {}).get("resourceVersion"))
+        if want and want != old_rv:
+            raise errors.conflict(rt, info.name, "the object has been modified; please apply your changes to the latest version and try again")
+        merged = meta.prepare_update(rt, old, new)
+        await self.admission.admit_update(rt, merged, old)
+        if self._dry_run(request):
+            return respond(merged)
+        m = merged.get("metadata", {})
+        if m.get("deletionTimestamp") and not m.get("finalizers"):
+            await self.objects.remove(rt, info.namespace, info.name, expect_revision=old_rv)
+            return respond(merged)
+        return respond(await self.objects.replace(rt, info.namespace, info.name, merged, expect_revision=old_rv))
+
+    async def update(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        new = _body_obj(await read_json(request))
+        self._check_name(info, new)
+        old = self.objects.get(rt, info.namespace, info.name)
+        if "status" in rt.subresources:
+            new = {**new, "status": copy.deepcopy(old.get("status"))} if "status" in old else {k: v for k, v in new.items() if k != "status"}
+        return await self._write(request, info, rt, old, new)
+
+    async def update_status(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        body = _body_obj(await read_json(request))
+        self._check_name(info, body)
+        old = self.objects.get(rt, info.namespace, info.name)
+        new = copy.deepcopy(old)
+        new["status"] = body.get("status")
+        new["metadata"]["resourceVersion"] = body["metadata"].get("resourceVersion", "")
+        return await self._write(request, info, rt, old, new)
+
+    async def patch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        ct = request.content_type
+        if ct == patching.APPLY_PATCH:
+            raise errors.unsupported_media_type(ct)
+        body = await read_json(request, allowed=patching.PATCH_TYPES)
+        for _ in range(8):  # a patch without a resourceVersion retries on a concurrent write
+            old = self.objects.get(rt, info.namespace, info.name)
+            base = copy.deepcopy(old)
+            base["metadata"].pop("resourceVersion", None)
+            new = patching.apply_patch(ct, base, body)
+            self._check_name(info, new)
+            if info.subresource == "status":
+                status = new.get("status")
+                new = copy.deepcopy(old)
+                new["status"] = status
+                new["metadata"].pop("resourceVersion", None)
+            elif "status" in rt.subresources:
+                new["status"] = copy.deepcopy(old.get("status"))
+                if new["status"] is None:
+                    new.pop("status")
+            try:
+                return await self._write(request, info, rt, old, new)
+            except errors.StatusError as e:
+                if e.code != 409 or new.get("metadata", {}).get("resourceVersion"):
+                    raise
+        raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
+
+    async def delete(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        opts = await self._delete_options(request)
+        old = self.objects.get(rt, info.namespace, info.name)
+        pre = opts.get("preconditions") or {}
+        m = old["metadata"]
+        if pre.get("uid") and pre["uid"] != m.get("uid"):
+            raise errors.conflict(rt, info.name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {m.get('uid')}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != m.get("resourceVersion"):
+            raise errors.conflict(
+                rt, info.name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {m.get('resourceVersion')}",
+            )
+        await self.admission.admit_delete(rt, old)
+        if self._dry_run(request):
+            return respond(old)
+        if m.get("finalizers"):
+            if not m.get("deletionTimestamp"):
+                marked = copy.deepcopy(old)
+                marked["metadata"]["deletionTimestamp"] = table.now_rfc3339()
+                marked["metadata"]["deletionGracePeriodSeconds"] = 0
+                marked["metadata"].pop("resourceVersion", None)
+                old = await self.objects.replace(rt, info.namespace, info.name, marked, expect_revision=int(m["resourceVersion"]))
+            return respond(old)
+        await self.objects.remove(rt, info.namespace, info.name, expect_revision=int(m["resourceVersion"]))
+        return respond(old)
+
+    async def _delete_options(self, request: web.Request) -> Obj:
+        if not request.can_read_body:
+            return {}
+        body = await read_json(request)
+        return body if isinstance(body, dict) else {}
+
+    async def delete_collection(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        page = self.objects.list(rt, info.namespace, match=self._matcher(request, rt))
+        dry = self._dry_run(request)
+        for obj in page.items:
+            m = obj["metadata"]
+            if dry:
+                continue
+            try:
+                if m.get("finalizers"):
+                    if not m.get("deletionTimestamp"):
+                        marked = copy.deepcopy(obj)
+                        marked["metadata"]["deletionTimestamp"] = table.now_rfc3339()
+                        marked["metadata"].pop("resourceVersion", None)
+                        await self.objects.replace(rt, m.get("namespace", ""), m["name"], marked, expect_revision=int(m["resourceVersion"]))
+                else:
+                    await self.objects.remove(rt, m.get("namespace", ""), m["name"], expect_revision=int(m["resourceVersion"]))
+            except errors.StatusError as e:
+                if e.code != 409:
+                    raise
+        return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(page.revision)}, "items": page.items})

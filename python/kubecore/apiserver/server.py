@@ -1,0 +1,98 @@
+"""Running the API server: open the store, create the system namespaces, serve until a signal.
+
+`kubecore up` also writes DIR/kubeconfig pointing at the server, for kubectl and the
+`kubernetes` Python client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from kubecore.api import meta
+from kubecore.apiserver.admission import ensure_system_namespaces
+from kubecore.apiserver.app import OBJECTS, REGISTRY, build_app
+from kubecore.apiserver.table import now_rfc3339
+from kubecore.store import Store
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: kubecore
+  cluster:
+    server: {server}
+contexts:
+- name: kubecore
+  context:
+    cluster: kubecore
+    user: kubecore-admin
+    namespace: default
+current-context: kubecore
+users:
+- name: kubecore-admin
+  user: {{}}
+"""
+
+
+@dataclass(frozen=True)
+class Listen:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, value: str) -> Listen:
+        host, sep, port = value.rpartition(":")
+        if not sep or not port.isdigit() or not (0 < int(port) < 65536):
+            raise ValueError(f"--listen must be HOST:PORT (e.g. 127.0.0.1:6443), got {value!r}")
+        return cls(host or "127.0.0.1", int(port))
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def write_kubeconfig(data_dir: Path, listen: Listen) -> Path:
+    path = data_dir / "kubeconfig"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(KUBECONFIG.format(server=listen.url))
+    os.replace(tmp, path)
+    return path
+
+
+async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
+    """Serves until SIGINT/SIGTERM; the store is closed cleanly on the way out."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with Store.open(data_dir / "store") as store:
+        app = build_app(store)
+        await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], now_rfc3339(), meta.new_uid)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, listen.host, listen.port, reuse_address=True)
+        await site.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        if on_ready:
+            print(on_ready, flush=True)
+        try:
+            await stop.wait()
+        finally:
+            print("kubecore: shutting down", file=sys.stderr, flush=True)
+            await runner.cleanup()
+
+
+def serve(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; keep working without it
+        asyncio.run(run(data_dir, listen, on_ready=on_ready))
+    else:
+        uvloop.run(run(data_dir, listen, on_ready=on_ready))

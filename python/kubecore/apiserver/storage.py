@@ -1,0 +1,178 @@
+"""Objects in the store: one key per object (`ResourceType.key`), JSON bytes as the value.
+
+The stored JSON has no `metadata.resourceVersion`: an object's resourceVersion is the store's
+mod_revision of its key, put back on every read (as upstream's etcd3 storage does). Writes that
+must not race use transactions that compare the key's mod_revision (or create_revision == 0).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import msgspec
+
+from kubecore.api import errors
+from kubecore.api.registry import ResourceType
+from kubecore.store import CompactedError, Compare, Op, Store, prefix_end
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+_encode = msgspec.json.encode
+
+Obj = dict[str, Any]
+
+
+def decode(value: bytes, revision: int) -> Obj:
+    obj = _decode(value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    return obj
+
+
+def encode(obj: Obj) -> bytes:
+    meta = obj.get("metadata") or {}
+    if "resourceVersion" not in meta:
+        return _encode(obj)
+    stripped = dict(obj)
+    stripped["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
+    return _encode(stripped)
+
+
+def parse_rv(value: str | None, *, what: str = "resourceVersion") -> int:
+    """A resourceVersion from a client: "" / None -> 0; anything not a decimal -> 400."""
+    if value in (None, ""):
+        return 0
+    assert value is not None
+    if not value.isdigit():
+        raise errors.bad_request(f"invalid {what}: {value!r}: must be an unsigned integer")
+    return int(value)
+
+
+@dataclass
+class Page:
+    items: list[Obj]
+    revision: int
+    continue_token: str
+    remaining: int | None
+
+
+def _encode_continue(revision: int, start: bytes, prefix: bytes) -> str:
+    body = {"v": "meta.k8s.io/v1", "rv": revision, "start": start[len(prefix):].decode("utf-8", "surrogateescape")}
+    return base64.urlsafe_b64encode(_encode(body)).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        body = _decode(raw)
+        rv, start = int(body["rv"]), str(body["start"])
+        if body.get("v") != "meta.k8s.io/v1" or rv <= 0:
+            raise ValueError
+        return rv, start
+    except (ValueError, KeyError, TypeError, msgspec.DecodeError):
+        raise errors.bad_request(f"invalid continue token: {token!r}") from None
+
+
+EXPIRED_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
+
+class ObjectStore:
+    """CRUD of Kubernetes objects on a kubecore Store (no caching yet: reads go to the store)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @staticmethod
+    def prefix(rt: ResourceType, namespace: str) -> bytes:
+        base = rt.storage_prefix.encode()
+        return base + namespace.encode() + b"/" if (rt.namespaced and namespace) else base
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        kv = self.store.get(rt.key(namespace or None, name))
+        if kv is None:
+            raise errors.not_found(rt, name)
+        return decode(kv.value, kv.mod_revision)
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        *,
+        match: Callable[[Obj], bool] | None = None,
+        limit: int = 0,
+        continue_token: str = "",
+        revision: int = 0,
+    ) -> Page:
+        """A page of objects in key order, all read at one revision (a consistent snapshot)."""
+        prefix = self.prefix(rt, namespace)
+        end = prefix_end(prefix)
+        start = prefix
+        if continue_token:
+            revision, rel = _decode_continue(continue_token)
+            start = prefix + rel.encode("utf-8", "surrogateescape")
+        items: list[Obj] = []
+        read_rev = revision
+        while True:
+            batch = max(limit - len(items), 0) if limit else 0
+            if batch and match is not None:
+                batch = max(batch, 64)
+            try:
+                r = self.store.range(start, end, revision=read_rev, limit=batch)
+            except CompactedError:
+                if continue_token:
+                    raise errors.expired(EXPIRED_CONTINUE) from None
+                raise
+            read_rev = read_rev or r.revision
+            for i, kv in enumerate(r.kvs):
+                obj = decode(kv.value, kv.mod_revision)
+                if match is None or match(obj):
+                    items.append(obj)
+                    if limit and len(items) >= limit:
+                        left = len(r.kvs) - i - 1 + (r.count - len(r.kvs))
+                        if left > 0:
+                            nxt = kv.key + b"\0"
+                            token = _encode_continue(read_rev, nxt, prefix)
+                            remaining = left if match is None else None
+                            return Page(items, read_rev, token, remaining)
+                        return Page(items, read_rev, "", None)
+            if not r.more:
+                return Page(items, read_rev, "", None)
+            start = r.kvs[-1].key + b"\0"
+
+    async def create(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> Obj:
+        key = rt.key(namespace or None, name)
+        res = await self.store.atxn(
+            compare=[Compare.create_revision(key, "=", 0)],
+            success=[Op.put(key, encode(obj))],
+        )
+        if not res.succeeded:
+            raise errors.already_exists(rt, name)
+        obj.setdefault("metadata", {})["resourceVersion"] = str(res.revision)
+        return obj
+
+    async def replace(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, expect_revision: int) -> Obj:
+        """Writes `obj` if the key's mod_revision is still `expect_revision` (else 409)."""
+        key = rt.key(namespace or None, name)
+        res = await self.store.atxn(
+            compare=[Compare.mod_revision(key, "=", expect_revision)],
+            success=[Op.put(key, encode(obj))],
+        )
+        if not res.succeeded:
+            raise errors.conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")
+        obj.setdefault("metadata", {})["resourceVersion"] = str(res.revision)
+        return obj
+
+    async def remove(self, rt: ResourceType, namespace: str, name: str, *, expect_revision: int) -> int:
+        key = rt.key(namespace or None, name)
+        res = await self.store.atxn(
+            compare=[Compare.mod_revision(key, "=", expect_revision)],
+            success=[Op.delete(key)],
+        )
+        if not res.succeeded:
+            raise errors.conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")
+        return res.revision

@@ -1,0 +1,128 @@
+"""WATCH: a chunked stream of `{"type": ..., "object": ...}` lines.
+
+From `resourceVersion=N` the stream replays every change after N (410 Gone as an ERROR event when
+N was compacted), then goes live. Without a resourceVersion (or "0") it first sends the current
+objects as ADDED. `sendInitialEvents=true` does the same and then a BOOKMARK annotated
+`k8s.io/initial-events-end: "true"`. With selectors, an object that starts or stops matching is
+sent as ADDED or DELETED, as upstream does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable
+
+import msgspec
+from aiohttp import web
+
+from kubecore.api import errors
+from kubecore.api.registry import ResourceType
+from kubecore.apiserver.storage import ObjectStore, decode, parse_rv
+from kubecore.store import CompactedError, Event, prefix_end
+
+Obj = dict[str, Any]
+_encode = msgspec.json.encode
+
+BOOKMARK_EVERY = 10.0
+DEFAULT_TIMEOUT = 1800.0
+
+
+def frame(kind: str, obj: Obj) -> bytes:
+    return b'{"type":"' + kind.encode() + b'","object":' + _encode(obj) + b"}\n"
+
+
+def bookmark(rt: ResourceType, revision: int, *, initial_end: bool = False) -> bytes:
+    meta: Obj = {"resourceVersion": str(revision)}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return frame("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta})
+
+
+def _transition(ev: Event, match: Callable[[Obj], bool]) -> tuple[str, Obj] | None:
+    """The watch event a store change makes for a client with this selector, if any."""
+    old = decode(ev.prev_kv.value, ev.prev_kv.mod_revision) if ev.prev_kv is not None else None
+    old_in = old is not None and match(old)
+    if ev.type == "DELETE":
+        if not old_in or old is None:
+            return None
+        old["metadata"]["resourceVersion"] = str(ev.kv.mod_revision)
+        return "DELETED", old
+    new = decode(ev.kv.value, ev.kv.mod_revision)
+    new_in = match(new)
+    if new_in:
+        return ("MODIFIED" if old_in else "ADDED"), new
+    if old_in:
+        return "DELETED", new
+    return None
+
+
+async def serve(
+    request: web.Request,
+    objects: ObjectStore,
+    rt: ResourceType,
+    namespace: str,
+    match: Callable[[Obj], bool],
+) -> web.StreamResponse:
+    q = request.query
+    rv = parse_rv(q.get("resourceVersion"))
+    timeout = float(q.get("timeoutSeconds") or DEFAULT_TIMEOUT)
+    bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+    send_initial = q.get("sendInitialEvents") == "true"
+    deadline = time.monotonic() + timeout
+
+    resp = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+
+    initial: list[Obj] = []
+    if rv == 0 or send_initial:
+        page = objects.list(rt, namespace, match=match, revision=rv if send_initial and rv else 0)
+        initial, start = page.items, page.revision + 1
+    else:
+        start = rv + 1
+    prefix = objects.prefix(rt, namespace)
+    watch = objects.store.watch(prefix, prefix_end(prefix), start_revision=start, prev_kv=True)
+    try:
+        out = b"".join(frame("ADDED", o) for o in initial)
+        if send_initial:
+            out += bookmark(rt, start - 1, initial_end=True)
+        if out:
+            await resp.write(out)
+        await _stream(resp, watch, rt, match, deadline=deadline, bookmarks=bookmarks, last_rev=start - 1)
+    except CompactedError:
+        err = errors.expired(f"too old resource version: {rv} ({objects.store.compact_revision})")
+        await resp.write(frame("ERROR", err.status()))
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        watch.cancel()
+    return resp
+
+
+async def _stream(
+    resp: web.StreamResponse,
+    watch: Any,
+    rt: ResourceType,
+    match: Callable[[Obj], bool],
+    *,
+    deadline: float,
+    bookmarks: bool,
+    last_rev: int,
+) -> None:
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        try:
+            ev = await asyncio.wait_for(watch.__anext__(), timeout=min(left, BOOKMARK_EVERY))
+        except StopAsyncIteration:
+            return
+        except asyncio.TimeoutError:
+            if bookmarks:
+                await resp.write(bookmark(rt, last_rev))
+            continue
+        last_rev = ev.kv.mod_revision
+        t = _transition(ev, match)
+        if t is not None:
+            await resp.write(frame(*t))
