@@ -18,7 +18,7 @@ from aiohttp import web
 
 from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
-from kubecore.apiserver import discovery
+from kubecore.apiserver import discovery, openapi
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.requestinfo import RequestInfo, parse
 from kubecore.apiserver.rest import Resources, path_not_found, respond
@@ -136,6 +136,17 @@ class Router:
         if path == "/apis":
             return respond(discovery.api_group_list(self.registry))
         doc: dict[str, Any] | None = None
+        if path == "/openapi/v3":
+            return respond(openapi.index(self.registry))
+        if path.startswith("/openapi/v3/"):
+            rest = path[len("/openapi/v3/"):].split("/")
+            if rest[0] == "api" and len(rest) == 2:
+                doc = openapi.document(self.registry, "", rest[1])
+            elif rest[0] == "apis" and len(rest) == 3:
+                doc = openapi.document(self.registry, rest[1], rest[2])
+            if doc is None:
+                raise path_not_found()
+            return respond(doc)
         if info.api_prefix == "api" and info.version:
             doc = discovery.api_resource_list(self.registry, "", info.version)
         elif info.api_prefix == "apis" and info.group and info.version:

@@ -13,7 +13,7 @@ from typing import Any
 from kubecore import __version__
 from kubecore.api.registry import Registry, ResourceType
 
-KUBE_MAJOR, KUBE_MINOR = "1", "35"
+KUBE_MAJOR, KUBE_MINOR = "1", "36"
 
 # subresource -> (group, version, kind) when it is not the parent's kind, and its verbs.
 SUBRESOURCES: dict[str, tuple[tuple[str, str, str] | None, list[str]]] = {

@@ -197,7 +197,7 @@ class Resources:
         want = parse_rv(new.get("metadata", {}).get("resourceVersion"))
         if want and want != old_rv:
             raise errors.conflict(rt, info.name, "the object has been modified; please apply your changes to the latest version and try again")
-        merged = meta.prepare_update(rt, old, new)
+        merged = meta.prepare_update(rt, old, new, subresource=info.subresource, name=info.name)
         await self.admission.admit_update(rt, merged, old)
         if self._dry_run(request):
             return respond(merged)
