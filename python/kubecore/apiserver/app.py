@@ -64,8 +64,8 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
         raise
     except Exception:
         log.exception("internal error serving %s %s", request.method, request.path)
-        e = errors.internal("an internal error occurred; see the server log")
-        return web.Response(body=e.body(), status=500, content_type="application/json")
+        err = errors.internal("an internal error occurred; see the server log")
+        return web.Response(body=err.body(), status=500, content_type="application/json")
 
 
 @web.middleware

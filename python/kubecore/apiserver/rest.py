@@ -13,7 +13,7 @@ from typing import Any, Callable
 import msgspec
 from aiohttp import web
 
-from kubecore.api import errors, meta
+from kubecore.api import defaults, errors, meta
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
 from kubecore.apiserver import patch as patching
@@ -86,7 +86,8 @@ class Resources:
         handler = self._handler(info)
         if handler is None or info.verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(rt, info.verb)
-        return await handler(request, info, rt)
+        response: web.StreamResponse = await handler(request, info, rt)
+        return response
 
     def _handler(self, info: RequestInfo) -> Callable[..., Any] | None:
         if info.subresource == "status":
@@ -111,7 +112,7 @@ class Resources:
         accept = request.headers.get("Accept", "")
         if table.wants_table(accept):
             lm = {"resourceVersion": obj["metadata"]["resourceVersion"]}
-            return respond(table.table([obj], list_meta=lm, include=request.query.get("includeObject", "Metadata")))
+            return respond(table.table([obj], list_meta=lm, group=rt.group, kind=rt.kind, include=request.query.get("includeObject", "Metadata")))
         if table.wants_partial_metadata(accept):
             return respond(table.partial(obj))
         return respond(obj)
@@ -146,7 +147,7 @@ class Resources:
                 list_meta["remainingItemCount"] = page.remaining
         accept = request.headers.get("Accept", "")
         if table.wants_table(accept):
-            return respond(table.table(page.items, list_meta=list_meta, include=q.get("includeObject", "Metadata")))
+            return respond(table.table(page.items, list_meta=list_meta, group=rt.group, kind=rt.kind, include=q.get("includeObject", "Metadata")))
         if table.wants_partial_metadata(accept):
             items = [table.partial(o) for o in page.items]
             return respond({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "items": items})
@@ -170,7 +171,7 @@ class Resources:
         return bool(values)
 
     async def create(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        body = _body_obj(await read_json(request))
+        body = defaults.apply_defaults(rt.group, rt.kind, _body_obj(await read_json(request)))
         obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
         await self.admission.admit_create(rt, obj)
         if self._dry_run(request):
@@ -197,6 +198,8 @@ class Resources:
         want = parse_rv(new.get("metadata", {}).get("resourceVersion"))
         if want and want != old_rv:
             raise errors.conflict(rt, info.name, "the object has been modified; please apply your changes to the latest version and try again")
+        if not info.subresource:
+            defaults.apply_defaults(rt.group, rt.kind, new)
         merged = meta.prepare_update(rt, old, new, subresource=info.subresource, name=info.name)
         await self.admission.admit_update(rt, merged, old)
         if self._dry_run(request):

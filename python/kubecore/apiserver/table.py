@@ -1,7 +1,7 @@
 """meta.k8s.io/v1 Table responses (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`).
 
-Columns are upstream's defaults for any type: Name and Age (created-ago, kubectl's style); the
-row's object is PartialObjectMetadata unless `includeObject=Object` or `None` is asked for.
+Columns come from printers.py (upstream's per-kind columns; Name and Age otherwise); the row's
+object is PartialObjectMetadata unless `includeObject=Object` or `None` is asked for.
 """
 
 from __future__ import annotations
@@ -9,25 +9,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-NAME_COL = {
-    "name": "Name",
-    "type": "string",
-    "format": "name",
-    "description": "Name must be unique within a namespace. Is required when creating resources, although some "
-    "resources may allow a client to request the generation of an appropriate name automatically. Name is primarily "
-    "intended for creation idempotence and configuration definition. Cannot be updated. More info: "
+from kubecore.apiserver import printers
+
+DESCRIPTIONS = {
+    "Name": "Name must be unique within a namespace. Is required when creating resources, although some resources "
+    "may allow a client to request the generation of an appropriate name automatically. Name is primarily intended "
+    "for creation idempotence and configuration definition. Cannot be updated. More info: "
     "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
-    "priority": 0,
-}
-AGE_COL = {
-    "name": "Created At",
-    "type": "date",
-    "format": "",
-    "description": "CreationTimestamp is a timestamp representing the server time when this object was created. It "
-    "is not guaranteed to be set in happens-before order across separate operations. Clients may not set this "
-    "value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for "
-    "lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-    "priority": 0,
+    "Age": "CreationTimestamp is a timestamp representing the server time when this object was created. It is not "
+    "guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is "
+    "represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
 }
 
 
@@ -58,22 +50,24 @@ def _row_object(obj: dict[str, Any], include: str) -> Any:
     return partial(obj)
 
 
-def table(objs: list[dict[str, Any]], *, list_meta: dict[str, Any], include: str = "Metadata") -> dict[str, Any]:
+def table(
+    objs: list[dict[str, Any]], *, list_meta: dict[str, Any], group: str, kind: str, include: str = "Metadata"
+) -> dict[str, Any]:
+    columns, cells = printers.printer(group, kind)
+    now = dt.datetime.now(dt.timezone.utc)
     rows = []
     for obj in objs:
-        meta = obj.get("metadata", {})
-        row: dict[str, Any] = {"cells": [meta.get("name", ""), meta.get("creationTimestamp")]}
+        row: dict[str, Any] = {"cells": cells(obj, now)}
         ro = _row_object(obj, include)
         if ro is not None:
             row["object"] = ro
         rows.append(row)
-    return {
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": list_meta,
-        "columnDefinitions": [NAME_COL, AGE_COL],
-        "rows": rows,
-    }
+    defs = [
+        {"name": name, "type": typ, "format": "name" if name == "Name" else "", "description": DESCRIPTIONS.get(name, name),
+         "priority": prio}
+        for name, typ, prio in columns
+    ]
+    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": defs, "rows": rows}
 
 
 def now_rfc3339() -> str:

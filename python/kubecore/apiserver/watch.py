@@ -18,6 +18,7 @@ from aiohttp import web
 
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
+from kubecore.apiserver import table
 from kubecore.apiserver.storage import ObjectStore, decode, parse_rv
 from kubecore.store import CompactedError, Event, prefix_end
 
@@ -30,6 +31,24 @@ DEFAULT_TIMEOUT = 1800.0
 
 def frame(kind: str, obj: Obj) -> bytes:
     return b'{"type":"' + kind.encode() + b'","object":' + _encode(obj) + b"}\n"
+
+
+class Framer:
+    """Encodes events as the client asked: objects, or one-row Tables (column definitions only in
+    the first event, as upstream sends them)."""
+
+    def __init__(self, rt: ResourceType, accept: str, include: str) -> None:
+        self.rt, self.tables, self.include, self.first = rt, table.wants_table(accept), include, True
+
+    def __call__(self, kind: str, obj: Obj) -> bytes:
+        if not self.tables or kind in ("BOOKMARK", "ERROR"):
+            return frame(kind, obj)
+        lm = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
+        t = table.table([obj], list_meta=lm, group=self.rt.group, kind=self.rt.kind, include=self.include)
+        if not self.first:
+            t["columnDefinitions"] = []
+        self.first = False
+        return frame(kind, t)
 
 
 def bookmark(rt: ResourceType, revision: int, *, initial_end: bool = False) -> bytes:
@@ -70,6 +89,7 @@ async def serve(
     bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
     send_initial = q.get("sendInitialEvents") == "true"
     deadline = time.monotonic() + timeout
+    framer = Framer(rt, request.headers.get("Accept", ""), q.get("includeObject", "Metadata"))
 
     resp = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
     resp.enable_chunked_encoding()
@@ -84,12 +104,12 @@ async def serve(
     prefix = objects.prefix(rt, namespace)
     watch = objects.store.watch(prefix, prefix_end(prefix), start_revision=start, prev_kv=True)
     try:
-        out = b"".join(frame("ADDED", o) for o in initial)
+        out = b"".join(framer("ADDED", o) for o in initial)
         if send_initial:
             out += bookmark(rt, start - 1, initial_end=True)
         if out:
             await resp.write(out)
-        await _stream(resp, watch, rt, match, deadline=deadline, bookmarks=bookmarks, last_rev=start - 1)
+        await _stream(resp, watch, rt, match, framer, deadline=deadline, bookmarks=bookmarks, last_rev=start - 1)
     except CompactedError:
         err = errors.expired(f"too old resource version: {rv} ({objects.store.compact_revision})")
         await resp.write(frame("ERROR", err.status()))
@@ -105,6 +125,7 @@ async def _stream(
     watch: Any,
     rt: ResourceType,
     match: Callable[[Obj], bool],
+    framer: Framer,
     *,
     deadline: float,
     bookmarks: bool,
@@ -125,4 +146,4 @@ async def _stream(
         last_rev = ev.kv.mod_revision
         t = _transition(ev, match)
         if t is not None:
-            await resp.write(frame(*t))
+            await resp.write(framer(*t))

@@ -1,0 +1,136 @@
+"""Table columns per kind, as upstream's printers (pkg/printers/internalversion) show them.
+
+A printer is a list of columns and a function from an object to its cells. Types without one of
+their own get Name and Age. Ages are rendered as kubectl does (`HumanDuration`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Callable
+
+Obj = dict[str, Any]
+Column = tuple[str, str, int]  # name, type, priority (1 = only with -o wide)
+Cells = Callable[[Obj, dt.datetime], list[Any]]
+
+
+def human_duration(seconds: float) -> str:
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rem = s % 60
+        return f"{minutes}m" if rem == 0 else f"{minutes}m{rem}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rem = minutes % 60
+        return f"{hours}h" if rem == 0 else f"{hours}h{rem}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rem = hours % 24
+        return f"{hours // 24}d" if rem == 0 else f"{hours // 24}d{rem}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if days == 0 else f"{hours // 24 // 365}y{days}d"
+    return f"{hours // 24 // 365}y"
+
+
+def age(obj: Obj, now: dt.datetime) -> str:
+    ts = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not ts:
+        return "<unknown>"
+    created = dt.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    return human_duration((now - created).total_seconds())
+
+
+def _name(o: Obj) -> str:
+    return str((o.get("metadata") or {}).get("name", ""))
+
+
+def _pod_cells(o: Obj, now: dt.datetime) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    containers = spec.get("containers") or []
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for c in statuses if c.get("ready"))
+    restarts = sum(int(c.get("restartCount", 0)) for c in statuses)
+    phase = status.get("reason") or status.get("phase") or "Pending"
+    if (o.get("metadata") or {}).get("deletionTimestamp"):
+        phase = "Terminating"
+    gates = spec.get("readinessGates") or []
+    return [
+        _name(o), f"{ready}/{len(containers)}", phase, restarts, age(o, now),
+        status.get("podIP") or "<none>", spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>", f"{len(gates)}" if gates else "<none>",
+    ]
+
+
+def _svc_ports(spec: Obj) -> str:
+    out = []
+    for p in spec.get("ports") or []:
+        s = f"{p.get('port')}"
+        if p.get("nodePort"):
+            s += f":{p['nodePort']}"
+        out.append(f"{s}/{p.get('protocol', 'TCP')}")
+    return ",".join(out) or "<none>"
+
+
+def _selector(sel: Any) -> str:
+    if not sel:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(sel.items()))
+
+
+def _workload(o: Obj, now: dt.datetime) -> list[Any]:
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    return [_name(o), f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", st.get("updatedReplicas", 0),
+            st.get("availableReplicas", 0), age(o, now)]
+
+
+S, I = "string", "integer"
+PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
+    ("", "Namespace"): ([("Name", S, 0), ("Status", S, 0), ("Age", S, 0)],
+                       lambda o, n: [_name(o), (o.get("status") or {}).get("phase", "Active"), age(o, n)]),
+    ("", "ConfigMap"): ([("Name", S, 0), ("Data", I, 0), ("Age", S, 0)],
+                       lambda o, n: [_name(o), len(o.get("data") or {}) + len(o.get("binaryData") or {}), age(o, n)]),
+    ("", "Secret"): ([("Name", S, 0), ("Type", S, 0), ("Data", I, 0), ("Age", S, 0)],
+                    lambda o, n: [_name(o), o.get("type", "Opaque"), len(o.get("data") or {}), age(o, n)]),
+    ("", "ServiceAccount"): ([("Name", S, 0), ("Secrets", I, 0), ("Age", S, 0)],
+                            lambda o, n: [_name(o), len(o.get("secrets") or []), age(o, n)]),
+    ("", "Pod"): ([("Name", S, 0), ("Ready", S, 0), ("Status", S, 0), ("Restarts", S, 0), ("Age", S, 0),
+                  ("IP", S, 1), ("Node", S, 1), ("Nominated Node", S, 1), ("Readiness Gates", S, 1)], _pod_cells),
+    ("", "Service"): ([("Name", S, 0), ("Type", S, 0), ("Cluster-IP", S, 0), ("External-IP", S, 0), ("Port(s)", S, 0),
+                      ("Age", S, 0), ("Selector", S, 1)],
+                     lambda o, n: [_name(o), (o.get("spec") or {}).get("type", "ClusterIP"),
+                                   (o.get("spec") or {}).get("clusterIP") or "<none>", "<none>",
+                                   _svc_ports(o.get("spec") or {}), age(o, n), _selector((o.get("spec") or {}).get("selector"))]),
+    ("", "Node"): ([("Name", S, 0), ("Status", S, 0), ("Roles", S, 0), ("Age", S, 0), ("Version", S, 0)],
+                  lambda o, n: [_name(o), _node_status(o), "<none>", age(o, n),
+                                ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")]),
+    ("apps", "Deployment"): ([("Name", S, 0), ("Ready", S, 0), ("Up-to-date", I, 0), ("Available", I, 0), ("Age", S, 0)], _workload),
+}
+
+
+def _node_status(o: Obj) -> str:
+    conds = (o.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conds if c.get("type") == "Ready"), None)
+    s = "Ready" if ready and ready.get("status") == "True" else "NotReady" if ready else "Unknown"
+    if (o.get("spec") or {}).get("unschedulable"):
+        s += ",SchedulingDisabled"
+    return s
+
+
+DEFAULT: tuple[list[Column], Cells] = ([("Name", S, 0), ("Age", S, 0)], lambda o, n: [_name(o), age(o, n)])
+
+
+def printer(group: str, kind: str) -> tuple[list[Column], Cells]:
+    return PRINTERS.get((group, kind), DEFAULT)
