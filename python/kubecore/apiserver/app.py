@@ -20,6 +20,7 @@ from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
 from kubecore.apiserver import discovery, openapi
 from kubecore.apiserver.admission import Admission
+from kubecore.apiserver.allocators import Allocators
 from kubecore.apiserver.requestinfo import RequestInfo, parse
 from kubecore.apiserver.rest import Resources, path_not_found, respond
 from kubecore.apiserver.storage import ObjectStore
@@ -29,6 +30,7 @@ log = logging.getLogger("kubecore.apiserver")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 OBJECTS = web.AppKey("objects", ObjectStore)
 REGISTRY = web.AppKey("registry", Registry)
+ALLOCATORS = web.AppKey("allocators", Allocators)
 
 
 @dataclass(frozen=True)
@@ -158,10 +160,21 @@ class Router:
         return respond(doc)
 
 
+def service_allocators(registry: Registry, objects: ObjectStore) -> Allocators:
+    """Allocators holding what the stored services already use."""
+    alloc = Allocators()
+    services = registry.get("", "v1", "services")
+    if services is not None:
+        for svc in objects.list(services, "").items:
+            alloc.record(svc)
+    return alloc
+
+
 def build_app(store: Store, *, registry: Registry | None = None, chain: ChainConfig | None = None) -> web.Application:
     registry = registry or builtin_registry()
     objects = ObjectStore(store)
-    resources = Resources(registry, objects, Admission(registry, objects))
+    allocators = service_allocators(registry, objects)
+    resources = Resources(registry, objects, Admission(registry, objects), allocators)
     app = web.Application(
         client_max_size=4 * 1024 * 1024,
         middlewares=[status_errors, request_info, authenticate, authorize, inflight_limiter(chain or ChainConfig())],
@@ -169,8 +182,9 @@ def build_app(store: Store, *, registry: Registry | None = None, chain: ChainCon
     app.router.add_route("*", "/{tail:.*}", Router(registry, resources))
     app[OBJECTS] = objects
     app[REGISTRY] = registry
+    app[ALLOCATORS] = allocators
     return app
 
 
 
-__all__ = ["OBJECTS", "REGISTRY", "ChainConfig", "build_app"]
+__all__ = ["ALLOCATORS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]

@@ -17,6 +17,7 @@ from kubecore.api import defaults, errors, meta
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
 from kubecore.apiserver import patch as patching
+from kubecore.apiserver.allocators import Allocators, reconcile_update
 from kubecore.apiserver import table, watch
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.requestinfo import RequestInfo
@@ -68,10 +69,15 @@ def _body_obj(body: Any) -> Obj:
 class Resources:
     """Handlers for resource requests, bound to one registry and one object store."""
 
-    def __init__(self, registry: Registry, objects: ObjectStore, admission: Admission) -> None:
+    def __init__(self, registry: Registry, objects: ObjectStore, admission: Admission, allocators: Allocators) -> None:
         self.registry = registry
         self.objects = objects
         self.admission = admission
+        self.allocators = allocators
+
+    @staticmethod
+    def _is_service(rt: ResourceType) -> bool:
+        return rt.group == "" and rt.kind == "Service"
 
     # ---- dispatch ----------------------------------------------------------------------------
 
@@ -174,9 +180,19 @@ class Resources:
         body = defaults.apply_defaults(rt.group, rt.kind, _body_obj(await read_json(request)))
         obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
         await self.admission.admit_create(rt, obj)
+        service = self._is_service(rt)
+        if service:
+            self.allocators.allocate(obj)
         if self._dry_run(request):
+            if service:
+                self.allocators.release(obj)
             return respond(obj, 201)
-        created = await self.objects.create(rt, info.namespace, obj["metadata"]["name"], obj)
+        try:
+            created = await self.objects.create(rt, info.namespace, obj["metadata"]["name"], obj)
+        except BaseException:
+            if service:
+                self.allocators.release(obj)
+            raise
         return respond(created, 201)
 
     def _check_name(self, info: RequestInfo, obj: Obj) -> None:
@@ -201,12 +217,16 @@ class Resources:
         if not info.subresource:
             defaults.apply_defaults(rt.group, rt.kind, new)
         merged = meta.prepare_update(rt, old, new, subresource=info.subresource, name=info.name)
+        if self._is_service(rt) and not info.subresource:
+            reconcile_update(self.allocators, old, merged)
         await self.admission.admit_update(rt, merged, old)
         if self._dry_run(request):
             return respond(merged)
         m = merged.get("metadata", {})
         if m.get("deletionTimestamp") and not m.get("finalizers"):
             await self.objects.remove(rt, info.namespace, info.name, expect_revision=old_rv)
+            if self._is_service(rt):
+                self.allocators.release(old)
             return respond(merged)
         return respond(await self.objects.replace(rt, info.namespace, info.name, merged, expect_revision=old_rv))
 
@@ -278,6 +298,8 @@ class Resources:
                 old = await self.objects.replace(rt, info.namespace, info.name, marked, expect_revision=int(m["resourceVersion"]))
             return respond(old)
         await self.objects.remove(rt, info.namespace, info.name, expect_revision=int(m["resourceVersion"]))
+        if self._is_service(rt):
+            self.allocators.release(old)
         return respond(old)
 
     async def _delete_options(self, request: web.Request) -> Obj:
@@ -302,6 +324,8 @@ class Resources:
                         await self.objects.replace(rt, m.get("namespace", ""), m["name"], marked, expect_revision=int(m["resourceVersion"]))
                 else:
                     await self.objects.remove(rt, m.get("namespace", ""), m["name"], expect_revision=int(m["resourceVersion"]))
+                    if self._is_service(rt):
+                        self.allocators.release(obj)
             except errors.StatusError as e:
                 if e.code != 409:
                     raise

@@ -16,8 +16,9 @@ from pathlib import Path
 from aiohttp import web
 
 from kubecore.api import meta
+from kubecore.api.errors import StatusError
 from kubecore.apiserver.admission import ensure_system_namespaces
-from kubecore.apiserver.app import OBJECTS, REGISTRY, build_app
+from kubecore.apiserver.app import ALLOCATORS, OBJECTS, REGISTRY, build_app
 from kubecore.apiserver.table import now_rfc3339
 from kubecore.store import Store
 
@@ -66,12 +67,37 @@ def write_kubeconfig(data_dir: Path, listen: Listen) -> Path:
     return path
 
 
+async def ensure_kubernetes_service(app: web.Application, port: int) -> None:
+    """The `kubernetes` service in `default`, on the first address of the service range."""
+    objects, registry, alloc = app[OBJECTS], app[REGISTRY], app[ALLOCATORS]
+    services = registry.get("", "v1", "services")
+    assert services is not None
+    try:
+        objects.get(services, "default", "kubernetes")
+        return
+    except StatusError as e:
+        if e.code != 404:
+            raise
+    first = str(alloc.cidr.network_address + 1)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": first, "sessionAffinity": "None",
+                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+    }
+    obj = meta.prepare_create(services, body, namespace="default", now=now_rfc3339(), uid=meta.new_uid())
+    alloc.allocate(obj)
+    await objects.create(services, "default", "kubernetes", obj)
+
+
 async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
     """Serves until SIGINT/SIGTERM; the store is closed cleanly on the way out."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with Store.open(data_dir / "store") as store:
         app = build_app(store)
         await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], now_rfc3339(), meta.new_uid)
+        await ensure_kubernetes_service(app, listen.port)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, listen.host, listen.port, reuse_address=True)
