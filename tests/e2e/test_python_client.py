@@ -11,6 +11,7 @@ aggregated discovery.
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -291,3 +292,23 @@ def test_dynamic_client(k8s: Any, api_client: Any, core: Any, ns: str, tmp_path:
     assert deployments.name == "deployments" and deployments.namespaced
     assert dyn.resources.get(api_version="v1", kind="Namespace").namespaced is False
     assert dyn.version["kubernetes"]["major"] == "1"
+
+
+def test_service_addresses_and_node_ports(core: Any, k8s: Any, ns: str) -> None:
+    c = k8s.client
+    kube = core.read_namespaced_service("kubernetes", "default")
+    assert kube.spec.cluster_ip == "10.96.0.1" and kube.spec.ports[0].port == 443
+
+    def service(name: str, **spec: Any) -> Any:
+        return c.V1Service(metadata=c.V1ObjectMeta(name=name),
+                           spec=c.V1ServiceSpec(ports=[c.V1ServicePort(port=80)], **spec))
+
+    a = core.create_namespaced_service(ns, service("a", type="NodePort"))
+    assert ipaddress.ip_address(a.spec.cluster_ip) in ipaddress.ip_network("10.96.0.0/12")
+    assert 30000 <= a.spec.ports[0].node_port <= 32767 and a.spec.ports[0].target_port == 80
+    with pytest.raises(c.ApiException) as e:
+        core.create_namespaced_service(ns, service("b", cluster_ip=a.spec.cluster_ip))
+    assert e.value.status == 422 and "provided IP is already allocated" in _status_body(e.value)["message"]
+    core.delete_namespaced_service("a", ns)
+    again = core.create_namespaced_service(ns, service("b", cluster_ip=a.spec.cluster_ip))
+    assert again.spec.cluster_ip == a.spec.cluster_ip, "a deleted service's address is free again"
