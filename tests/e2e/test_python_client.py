@@ -312,3 +312,31 @@ def test_service_addresses_and_node_ports(core: Any, k8s: Any, ns: str) -> None:
     core.delete_namespaced_service("a", ns)
     again = core.create_namespaced_service(ns, service("b", cluster_ip=a.spec.cluster_ip))
     assert again.spec.cluster_ip == a.spec.cluster_ip, "a deleted service's address is free again"
+
+
+def test_pod_admission_plugins(core: Any, k8s: Any, ns: str) -> None:
+    c = k8s.client
+    core.create_namespaced_limit_range(ns, c.V1LimitRange(
+        metadata=c.V1ObjectMeta(name="defaults"),
+        spec=c.V1LimitRangeSpec(limits=[c.V1LimitRangeItem(
+            type="Container", default={"cpu": "500m"}, default_request={"cpu": "100m", "memory": "64Mi"})]),
+    ))
+
+    def pod(name: str, **spec: Any) -> Any:
+        return c.V1Pod(metadata=c.V1ObjectMeta(name=name),
+                       spec=c.V1PodSpec(containers=[c.V1Container(name="main", image="busybox:1.36")], **spec))
+
+    p = core.create_namespaced_pod(ns, pod("plain"))
+    assert p.spec.service_account_name == "default"  # ServiceAccount
+    assert p.spec.priority == 0 and p.spec.preemption_policy == "PreemptLowerPriority"  # Priority
+    tol = {(t.key, t.effect, t.toleration_seconds) for t in p.spec.tolerations}  # DefaultTolerationSeconds
+    assert tol == {("node.kubernetes.io/not-ready", "NoExecute", 300), ("node.kubernetes.io/unreachable", "NoExecute", 300)}
+    res = p.spec.containers[0].resources  # LimitRanger
+    assert res.limits == {"cpu": "500m"} and res.requests == {"cpu": "100m", "memory": "64Mi"}
+
+    crit = core.create_namespaced_pod(ns, pod("crit", priority_class_name="system-cluster-critical"))
+    assert crit.spec.priority == 2000000000
+    with pytest.raises(c.ApiException) as e:
+        core.create_namespaced_pod(ns, pod("nope", priority_class_name="no-such-class"))
+    assert e.value.status == 403
+    assert _status_body(e.value)["message"] == 'pods "nope" is forbidden: no PriorityClass with name no-such-class was found'

@@ -1,15 +1,17 @@
 """Admission: the checks every write passes after authorization and before storage.
 
 Built in so far: NamespaceLifecycle (no new objects in a missing or terminating namespace; the
-system namespaces cannot be deleted). Mutating plugins run before validating ones, as upstream.
+system namespaces cannot be deleted), then the pod plugins of admission_pods.py (ServiceAccount,
+LimitRanger, Priority, DefaultTolerationSeconds). Mutating plugins run before validating ones.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubecore.api import errors
+from kubecore.api import errors, meta
 from kubecore.api.registry import Registry, ResourceType
+from kubecore.apiserver.admission_pods import PodAdmission, is_pod, system_priority_classes
 from kubecore.apiserver.storage import ObjectStore
 
 Obj = dict[str, Any]
@@ -23,10 +25,13 @@ class Admission:
         ns = registry.get("", "v1", "namespaces")
         assert ns is not None, "the registry serves core/v1 namespaces"
         self.namespaces = ns
+        self.pods = PodAdmission(registry, objects)
 
     async def admit_create(self, rt: ResourceType, obj: Obj) -> None:
         if rt.namespaced:
             self._namespace_accepts_new_content(obj["metadata"]["namespace"])
+        if is_pod(rt):
+            self.pods.admit(obj)
 
     async def admit_update(self, rt: ResourceType, new: Obj, old: Obj) -> None:
         return None
@@ -46,23 +51,26 @@ class Admission:
 
 
 async def ensure_system_namespaces(objects: ObjectStore, registry: Registry, now: str, new_uid: Any) -> None:
-    """Creates default, kube-system, kube-public and kube-node-lease when missing."""
-    from kubecore.api import meta
-
+    """Creates default, kube-system, kube-public, kube-node-lease and the system priority classes
+    when missing."""
     ns_type = registry.get("", "v1", "namespaces")
-    assert ns_type is not None
-    for name in SYSTEM_NAMESPACES:
+    pc_type = registry.get("scheduling.k8s.io", "v1", "priorityclasses")
+    assert ns_type is not None and pc_type is not None
+    wanted: list[tuple[ResourceType, Obj]] = [
+        (ns_type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}) for n in SYSTEM_NAMESPACES
+    ]
+    wanted += [(pc_type, pc) for pc in system_priority_classes()]
+    for rt, body in wanted:
+        name = body["metadata"]["name"]
         try:
-            objects.get(ns_type, "", name)
+            objects.get(rt, "", name)
             continue
         except errors.StatusError as e:
             if e.code != 404:
                 raise
-        obj = meta.prepare_create(
-            ns_type, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, namespace=None, now=now, uid=new_uid()
-        )
+        obj = meta.prepare_create(rt, body, namespace=None, now=now, uid=new_uid())
         try:
-            await objects.create(ns_type, "", name, obj)
+            await objects.create(rt, "", name, obj)
         except errors.StatusError as e:
             if e.code != 409:
                 raise
