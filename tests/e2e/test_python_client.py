@@ -12,7 +12,9 @@ aggregated discovery.
 from __future__ import annotations
 
 import ipaddress
+import re
 import threading
+import urllib.request
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -340,3 +342,14 @@ def test_pod_admission_plugins(core: Any, k8s: Any, ns: str) -> None:
         core.create_namespaced_pod(ns, pod("nope", priority_class_name="no-such-class"))
     assert e.value.status == 403
     assert _status_body(e.value)["message"] == 'pods "nope" is forbidden: no PriorityClass with name no-such-class was found'
+
+
+def test_metrics_count_requests(core: Any, api_client: Any, ns: str) -> None:
+    core.list_namespaced_config_map(ns)
+    with urllib.request.urlopen(api_client.configuration.host + "/metrics", timeout=10) as r:
+        body = r.read().decode()
+    line = next(l for l in body.splitlines() if l.startswith("apiserver_request_total{") and 'resource="configmaps"' in l
+                and 'verb="LIST"' in l and 'code="200"' in l)
+    assert int(line.rsplit(" ", 1)[1]) >= 1
+    assert 'apiserver_request_duration_seconds_bucket{' in body and 'le="+Inf"' in body
+    assert re.search(r"^kubecore_store_revision \d+$", body, re.M)

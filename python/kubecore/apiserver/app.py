@@ -1,6 +1,6 @@
 """The aiohttp application: the handler chain as middlewares, configured here in one place.
 
-    request info -> authentication -> authorization -> inflight limit -> route
+    request info -> metrics -> authentication -> authorization -> inflight limit -> route
     (admission, validation and storage run inside the resource handlers: rest.py)
 
 Every StatusError becomes upstream's Status JSON with its HTTP code; any other exception a 500
@@ -20,6 +20,7 @@ from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
 from kubecore.apiserver import discovery, openapi
 from kubecore.apiserver.admission import Admission
+from kubecore.apiserver.metrics import Metrics
 from kubecore.apiserver.allocators import Allocators
 from kubecore.apiserver.requestinfo import RequestInfo, parse
 from kubecore.apiserver.rest import Resources, path_not_found, respond
@@ -115,9 +116,11 @@ def inflight_limiter(cfg: ChainConfig) -> Any:
 class Router:
     """Non-resource paths (discovery, health, version) and the resource handlers."""
 
-    def __init__(self, registry: Registry, resources: Resources) -> None:
+    def __init__(self, registry: Registry, resources: Resources, metrics: Metrics, store: Store) -> None:
         self.registry = registry
         self.resources = resources
+        self.metrics = metrics
+        self.store = store
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         info = _info(request)
@@ -131,6 +134,9 @@ class Router:
         path = request.path.rstrip("/") or "/"
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
+        if path == "/metrics":
+            return web.Response(text=self.metrics.render(self.store), content_type="text/plain", charset="utf-8",
+                                headers={"X-Content-Type-Options": "nosniff"})
         if path == "/version":
             return respond(discovery.version_info())
         if path == "/api":
@@ -175,11 +181,13 @@ def build_app(store: Store, *, registry: Registry | None = None, chain: ChainCon
     objects = ObjectStore(store)
     allocators = service_allocators(registry, objects)
     resources = Resources(registry, objects, Admission(registry, objects), allocators)
+    metrics = Metrics()
     app = web.Application(
         client_max_size=4 * 1024 * 1024,
-        middlewares=[status_errors, request_info, authenticate, authorize, inflight_limiter(chain or ChainConfig())],
+        middlewares=[status_errors, request_info, metrics.middleware(), authenticate, authorize,
+                     inflight_limiter(chain or ChainConfig())],
     )
-    app.router.add_route("*", "/{tail:.*}", Router(registry, resources))
+    app.router.add_route("*", "/{tail:.*}", Router(registry, resources, metrics, store))
     app[OBJECTS] = objects
     app[REGISTRY] = registry
     app[ALLOCATORS] = allocators
