@@ -116,10 +116,6 @@ def test_api_versions(kubectl) -> None:
 # --- create and get ----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kubectl 1.35+ sends typed built-in creates as protobuf; decoding protobuf bodies is not implemented yet",
-)
 def test_create_namespace(kubectl, unique: Unique) -> None:
     ns = unique("ns")
     assert kubectl.ok("create", "namespace", ns).strip() == f"namespace/{ns} created"
@@ -397,10 +393,6 @@ def test_create_twice_is_already_exists(kubectl, namespace: str, tmp_path: Path)
     assert expected in res.stderr, res.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kubectl 1.35+ sends typed built-in creates as protobuf; decoding protobuf bodies is not implemented yet",
-)
 def test_create_namespace_twice_is_already_exists(kubectl, namespace: str) -> None:
     res = kubectl.run("create", "namespace", namespace)
     assert res.returncode == 1
@@ -442,3 +434,18 @@ def test_create_in_missing_namespace_is_not_found(kubectl, tmp_path: Path) -> No
     res = kubectl.run("create", "-n", "no-such-ns", "-f", str(path))
     assert res.returncode == 1, res
     assert 'namespaces "no-such-ns" not found' in res.stderr, res.stderr
+
+
+def test_imperative_creates_sent_as_protobuf(kubectl, namespace: str) -> None:
+    """kubectl's typed clients send these bodies as Kubernetes protobuf."""
+    ok = kubectl.ok
+    assert ok("create", "configmap", "lit", "-n", namespace, "--from-literal=a=1").strip() == "configmap/lit created"
+    assert ok("create", "secret", "generic", "s", "-n", namespace, "--from-literal=k=v").strip() == "secret/s created"
+    assert ok("create", "deployment", "d", "-n", namespace, "--image=nginx:1.27", "--replicas=2").strip() == \
+        "deployment.apps/d created"
+    dep = json.loads(ok("get", "deployment", "d", "-n", namespace, "-o", "json"))
+    assert dep["spec"]["replicas"] == 2 and dep["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert dep["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
+    assert json.loads(ok("get", "secret", "s", "-n", namespace, "-o", "json"))["data"] == {"k": "dg=="}
+    assert ok("create", "service", "clusterip", "svc", "-n", namespace, "--tcp=80:8080").strip() == "service/svc created"
+    assert ok("get", "svc", "svc", "-n", namespace, "-o", "jsonpath={.spec.clusterIP}").startswith("10.")

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import msgspec
 from aiohttp import web
 
-from kubecore.api import defaults, errors, meta
+from kubecore.api import defaults, errors, meta, protobuf
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
 from kubecore.apiserver import patch as patching
@@ -42,7 +42,12 @@ def respond(obj: Any, status: int = 200) -> web.Response:
     return web.Response(body=_encode(obj), status=status, content_type="application/json")
 
 
-async def read_json(request: web.Request, *, allowed: tuple[str, ...] = ("application/json",)) -> Any:
+BODY_TYPES = ("application/json", protobuf.MEDIA_TYPE)
+
+
+async def read_json(request: web.Request, *, allowed: tuple[str, ...] = BODY_TYPES) -> Any:
+    """The request body as JSON data; protobuf bodies (client-go's typed clients) are decoded to
+    the same dict a JSON client would have sent."""
     ct = request.content_type
     if ct not in allowed and not (ct in ("", "application/octet-stream") and "application/json" in allowed):
         raise errors.unsupported_media_type(ct)
@@ -54,6 +59,8 @@ async def read_json(request: web.Request, *, allowed: tuple[str, ...] = ("applic
         raise errors.request_too_large("the request body is larger than 3 MiB") from None
     if len(raw) > MAX_BODY:
         raise errors.request_too_large("the request body is larger than 3 MiB")
+    if ct == protobuf.MEDIA_TYPE:
+        return protobuf.decode_body(raw)
     try:
         return _decode_any(raw)
     except msgspec.DecodeError as e:
