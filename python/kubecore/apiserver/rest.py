@@ -21,7 +21,7 @@ from kubecore.apiserver.allocators import Allocators, reconcile_update
 from kubecore.apiserver import table, watch
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.requestinfo import RequestInfo
-from kubecore.apiserver.storage import ObjectStore, parse_rv
+from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, parse_rv
 
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024
@@ -73,6 +73,15 @@ def _body_obj(body: Any) -> Obj:
     return body
 
 
+def _list_meta(revision: int, token: str, remaining: int | None) -> Obj:
+    meta: Obj = {"resourceVersion": str(revision)}
+    if token:
+        meta["continue"] = token
+        if remaining is not None:
+            meta["remainingItemCount"] = remaining
+    return meta
+
+
 class Resources:
     """Handlers for resource requests, bound to one registry and one object store."""
 
@@ -121,8 +130,11 @@ class Resources:
     # ---- reads -------------------------------------------------------------------------------
 
     async def get(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        obj = self.objects.get(rt, info.namespace, info.name)
         accept = request.headers.get("Accept", "")
+        if not table.wants_table(accept) and not table.wants_partial_metadata(accept):
+            raw = self.objects.get_raw(rt, info.namespace, info.name)
+            return web.Response(body=raw, content_type="application/json")
+        obj = self.objects.get(rt, info.namespace, info.name)
         if table.wants_table(accept):
             lm = {"resourceVersion": obj["metadata"]["resourceVersion"]}
             return respond(table.table([obj], list_meta=lm, group=rt.group, kind=rt.kind, include=request.query.get("includeObject", "Metadata")))
@@ -134,7 +146,7 @@ class Resources:
         labels = parse_label_selector(request.query.get("labelSelector", ""))
         fields = parse_field_selector(request.query.get("fieldSelector", ""), rt)
         if labels.empty and fields.empty:
-            return lambda obj: True
+            return MATCH_ALL
         return lambda obj: labels.matches((obj.get("metadata") or {}).get("labels") or {}) and fields.matches(
             object_fields(rt, obj)
         )
@@ -145,26 +157,35 @@ class Resources:
         if not limit.isdigit():
             raise errors.bad_request(f"invalid limit {limit!r}")
         rv = parse_rv(q.get("resourceVersion"))
+        accept = request.headers.get("Accept", "")
+        match = self._matcher(request, rt)
+        if match is MATCH_ALL and not table.wants_table(accept) and not table.wants_partial_metadata(accept):
+            return self._list_raw(request, info, rt, limit=int(limit), rv=rv)
         page = self.objects.list(
             rt,
             info.namespace,
-            match=self._matcher(request, rt),
+            match=None if match is MATCH_ALL else match,
             limit=int(limit),
             continue_token=q.get("continue", ""),
             revision=rv if q.get("resourceVersionMatch") == "Exact" else 0,
         )
-        list_meta: Obj = {"resourceVersion": str(page.revision)}
-        if page.continue_token:
-            list_meta["continue"] = page.continue_token
-            if page.remaining is not None:
-                list_meta["remainingItemCount"] = page.remaining
-        accept = request.headers.get("Accept", "")
+        list_meta = _list_meta(page.revision, page.continue_token, page.remaining)
         if table.wants_table(accept):
             return respond(table.table(page.items, list_meta=list_meta, group=rt.group, kind=rt.kind, include=q.get("includeObject", "Metadata")))
         if table.wants_partial_metadata(accept):
             items = [table.partial(o) for o in page.items]
             return respond({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "items": items})
         return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": list_meta, "items": page.items})
+
+    def _list_raw(self, request: web.Request, info: RequestInfo, rt: ResourceType, *, limit: int, rv: int) -> web.Response:
+        """A list answered from stored bytes: items are joined, never decoded."""
+        q = request.query
+        page = self.objects.list_raw(rt, info.namespace, limit=limit, continue_token=q.get("continue", ""),
+                                     revision=rv if q.get("resourceVersionMatch") == "Exact" else 0)
+        head = b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode() + b'","metadata":'
+        meta = _encode(_list_meta(page.revision, page.continue_token, page.remaining))
+        body = b"".join((head, meta, b',"items":[', b",".join(page.items), b"]}"))
+        return web.Response(body=body, content_type="application/json")
 
     async def watch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
         match = self._matcher(request, rt)

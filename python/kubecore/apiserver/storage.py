@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 import msgspec
 
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
-from kubecore.store import CompactedError, Compare, Op, Store, prefix_end
+from kubecore.store import CompactedError, Compare, KeyValue, Op, Store, prefix_end
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.encode
@@ -29,13 +29,33 @@ def decode(value: bytes, revision: int) -> Obj:
     return obj
 
 
+_META_FIRST = b'{"metadata":{'
+
+
 def encode(obj: Obj) -> bytes:
+    """The stored form: metadata first and without resourceVersion, so that `with_rv` can put
+    the revision back into the bytes without decoding them."""
     meta = obj.get("metadata") or {}
-    if "resourceVersion" not in meta:
-        return _encode(obj)
-    stripped = dict(obj)
-    stripped["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
-    return _encode(stripped)
+    if "resourceVersion" in meta:
+        meta = {k: v for k, v in meta.items() if k != "resourceVersion"}
+    return _encode({"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}})
+
+
+def with_rv(value: bytes, revision: int) -> bytes:
+    """The stored bytes as a client sees them: resourceVersion spliced in as the first field of
+    metadata. Bytes in any other layout are decoded and encoded again."""
+    if not value.startswith(_META_FIRST):
+        return _encode(decode(value, revision))
+    at = len(_META_FIRST)
+    rv = b'"resourceVersion":"%d"' % revision
+    sep = b"" if value[at:at + 1] == b"}" else b","
+    return value[:at] + rv + sep + value[at:]
+
+
+def MATCH_ALL(obj: Obj) -> bool:  # noqa: N802 - a sentinel, compared by identity
+    """The selector of a request without label or field selectors: lets a handler take the
+    byte paths (`with_rv`) that never decode objects."""
+    return True
 
 
 def parse_rv(value: str | None, *, what: str = "resourceVersion") -> int:
@@ -48,9 +68,12 @@ def parse_rv(value: str | None, *, what: str = "resourceVersion") -> int:
     return int(value)
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class Page:
-    items: list[Obj]
+class Page(Generic[T]):
+    items: list[T]
     revision: int
     continue_token: str
     remaining: int | None
@@ -92,6 +115,13 @@ class ObjectStore:
         base = rt.storage_prefix.encode()
         return base + namespace.encode() + b"/" if (rt.namespaced and namespace) else base
 
+    def get_raw(self, rt: ResourceType, namespace: str, name: str) -> bytes:
+        """The object's JSON, with its resourceVersion, without decoding it."""
+        kv = self.store.get(rt.key(namespace or None, name))
+        if kv is None:
+            raise errors.not_found(rt, name)
+        return with_rv(kv.value, kv.mod_revision)
+
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
         kv = self.store.get(rt.key(namespace or None, name))
         if kv is None:
@@ -107,19 +137,44 @@ class ObjectStore:
         limit: int = 0,
         continue_token: str = "",
         revision: int = 0,
-    ) -> Page:
+    ) -> Page[Obj]:
         """A page of objects in key order, all read at one revision (a consistent snapshot)."""
+
+        def convert(kv: KeyValue) -> Obj | None:
+            obj = decode(kv.value, kv.mod_revision)
+            return obj if match is None or match(obj) else None
+
+        return self._page(rt, namespace, convert, limit=limit, continue_token=continue_token, revision=revision,
+                          filtered=match is not None)
+
+    def list_raw(self, rt: ResourceType, namespace: str, *, limit: int = 0, continue_token: str = "",
+                 revision: int = 0) -> Page[bytes]:
+        """Like `list` without selectors, the objects as JSON bytes (never decoded)."""
+        return self._page(rt, namespace, lambda kv: with_rv(kv.value, kv.mod_revision), limit=limit,
+                          continue_token=continue_token, revision=revision, filtered=False)
+
+    def _page(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        convert: Callable[[KeyValue], T | None],
+        *,
+        limit: int,
+        continue_token: str,
+        revision: int,
+        filtered: bool,
+    ) -> Page[T]:
         prefix = self.prefix(rt, namespace)
         end = prefix_end(prefix)
         start = prefix
         if continue_token:
             revision, rel = _decode_continue(continue_token)
             start = prefix + rel.encode("utf-8", "surrogateescape")
-        items: list[Obj] = []
+        items: list[T] = []
         read_rev = revision
         while True:
             batch = max(limit - len(items), 0) if limit else 0
-            if batch and match is not None:
+            if batch and filtered:
                 batch = max(batch, 64)
             try:
                 r = self.store.range(start, end, revision=read_rev, limit=batch)
@@ -129,17 +184,16 @@ class ObjectStore:
                 raise
             read_rev = read_rev or r.revision
             for i, kv in enumerate(r.kvs):
-                obj = decode(kv.value, kv.mod_revision)
-                if match is None or match(obj):
-                    items.append(obj)
-                    if limit and len(items) >= limit:
-                        left = len(r.kvs) - i - 1 + (r.count - len(r.kvs))
-                        if left > 0:
-                            nxt = kv.key + b"\0"
-                            token = _encode_continue(read_rev, nxt, prefix)
-                            remaining = left if match is None else None
-                            return Page(items, read_rev, token, remaining)
-                        return Page(items, read_rev, "", None)
+                item = convert(kv)
+                if item is None:
+                    continue
+                items.append(item)
+                if limit and len(items) >= limit:
+                    left = len(r.kvs) - i - 1 + (r.count - len(r.kvs))
+                    if left > 0:
+                        token = _encode_continue(read_rev, kv.key + b"\0", prefix)
+                        return Page(items, read_rev, token, None if filtered else left)
+                    return Page(items, read_rev, "", None)
             if not r.more:
                 return Page(items, read_rev, "", None)
             start = r.kvs[-1].key + b"\0"

@@ -19,13 +19,14 @@ from aiohttp import web
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
 from kubecore.apiserver import table
-from kubecore.apiserver.storage import ObjectStore, decode, parse_rv
+from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, decode, parse_rv, with_rv
 from kubecore.store import CompactedError, Event, prefix_end
 
 Obj = dict[str, Any]
 _encode = msgspec.json.encode
 
 BOOKMARK_EVERY = 10.0
+
 DEFAULT_TIMEOUT = 1800.0
 
 
@@ -56,6 +57,16 @@ def bookmark(rt: ResourceType, revision: int, *, initial_end: bool = False) -> b
     if initial_end:
         meta["annotations"] = {"k8s.io/initial-events-end": "true"}
     return frame("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta})
+
+
+def raw_frame(ev: Event) -> bytes:
+    """The event for a watcher without selectors, from the stored bytes (never decoded)."""
+    if ev.type == "DELETE":
+        assert ev.prev_kv is not None
+        kind, value = b"DELETED", with_rv(ev.prev_kv.value, ev.kv.mod_revision)
+    else:
+        kind, value = (b"MODIFIED" if ev.prev_kv is not None else b"ADDED"), with_rv(ev.kv.value, ev.kv.mod_revision)
+    return b'{"type":"' + kind + b'","object":' + value + b"}\n"
 
 
 def _transition(ev: Event, match: Callable[[Obj], bool]) -> tuple[str, Obj] | None:
@@ -131,6 +142,7 @@ async def _stream(
     bookmarks: bool,
     last_rev: int,
 ) -> None:
+    raw = match is MATCH_ALL and not framer.tables
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -144,6 +156,9 @@ async def _stream(
                 await resp.write(bookmark(rt, last_rev))
             continue
         last_rev = ev.kv.mod_revision
+        if raw:
+            await resp.write(raw_frame(ev))
+            continue
         t = _transition(ev, match)
         if t is not None:
             await resp.write(framer(*t))
