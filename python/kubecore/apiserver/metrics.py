@@ -5,11 +5,9 @@ long-running requests (watches) in flight, and the store's revision and key coun
 from __future__ import annotations
 
 import bisect
-import time
+import contextlib
 from collections import defaultdict
-from typing import Any, Awaitable, Callable
-
-from aiohttp import web
+from typing import Iterator
 
 from kubecore.apiserver.requestinfo import RequestInfo
 from kubecore.store import Store
@@ -45,30 +43,18 @@ class Metrics:
         h[-2] += seconds
         h[-1] += 1
 
-    def middleware(self) -> Any:
-        @web.middleware
-        async def measure(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-            info: RequestInfo = request["info"]
-            if not info.is_resource_request:
-                return await handler(request)
-            labels = (_verb(info), info.group, info.version, info.resource, info.subresource, _scope(info))
-            if info.verb == "watch":
-                key = (info.group, info.version, info.resource)
-                self.watches[key] += 1
-                try:
-                    return await handler(request)
-                finally:
-                    self.watches[key] -= 1
-            start = time.perf_counter()
-            code = 500
-            try:
-                resp = await handler(request)
-                code = resp.status
-                return resp
-            finally:
-                self.observe(labels, code, time.perf_counter() - start)
+    def observe_request(self, info: RequestInfo, code: int, seconds: float) -> None:
+        self.observe((_verb(info), info.group, info.version, info.resource, info.subresource, _scope(info)), code, seconds)
 
-        return measure
+    @contextlib.contextmanager
+    def watching(self, info: RequestInfo) -> Iterator[None]:
+        """Counts a watch as in flight while the block runs."""
+        key = (info.group, info.version, info.resource)
+        self.watches[key] += 1
+        try:
+            yield
+        finally:
+            self.watches[key] -= 1
 
     def render(self, store: Store) -> str:
         out = [
