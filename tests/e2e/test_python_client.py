@@ -353,3 +353,31 @@ def test_metrics_count_requests(core: Any, api_client: Any, ns: str) -> None:
     assert int(line.rsplit(" ", 1)[1]) >= 1
     assert 'apiserver_request_duration_seconds_bucket{' in body and 'le="+Inf"' in body
     assert re.search(r"^kubecore_store_revision \d+$", body, re.M)
+
+
+def _watches_in_flight(host: str) -> int:
+    with urllib.request.urlopen(host + "/metrics", timeout=10) as r:
+        body = r.read().decode()
+    return sum(int(l.rsplit(" ", 1)[1]) for l in body.splitlines()
+               if l.startswith("apiserver_longrunning_requests{") and 'resource="configmaps"' in l)
+
+
+def test_watch_ends_when_the_client_disconnects(api_client: Any, ns: str) -> None:
+    import http.client
+    from urllib.parse import urlparse
+
+    host = api_client.configuration.host
+    u = urlparse(host)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    conn.request("GET", f"/api/v1/namespaces/{ns}/configmaps?watch=1&resourceVersion=1&timeoutSeconds=600")
+    resp = conn.getresponse()
+    assert resp.status == 200
+    deadline = time.monotonic() + 5
+    while _watches_in_flight(host) < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _watches_in_flight(host) >= 1
+    conn.close()  # an idle watch: no event will ever be written to it
+    deadline = time.monotonic() + 10
+    while _watches_in_flight(host) > 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _watches_in_flight(host) == 0, "the server let go of the disconnected watch"

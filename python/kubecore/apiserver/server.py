@@ -98,7 +98,7 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
         app = build_app(store)
         await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], now_rfc3339(), meta.new_uid)
         await ensure_kubernetes_service(app, listen.port)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, listen.host, listen.port, reuse_address=True)
         await site.start()

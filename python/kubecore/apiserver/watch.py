@@ -124,10 +124,10 @@ async def serve(
     except CompactedError:
         err = errors.expired(f"too old resource version: {rv} ({objects.store.compact_revision})")
         await resp.write(frame("ERROR", err.status()))
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
+    except ConnectionResetError:
+        pass  # the client went away while we were writing
     finally:
-        watch.cancel()
+        watch.cancel()  # also when the handler is cancelled because the client disconnected
     return resp
 
 
