@@ -110,10 +110,10 @@ class Allocators:
                 spec.setdefault("ipFamilyPolicy", "SingleStack")
             if kind in ("NodePort", "LoadBalancer"):
                 for i, port in enumerate(spec.get("ports") or []):
-                    port["nodePort"] = self.take_port(int(port.get("nodePort") or 0), name, i)
+                    port["nodePort"] = self.take_port(_node_port(port, name, i), name, i)
                     taken_ports.append(port["nodePort"])
                 spec.setdefault("externalTrafficPolicy", "Cluster")
-        except errors.StatusError:
+        except Exception:
             if taken_ip:
                 self.release_ip(taken_ip)
             self.ports.difference_update(taken_ports)
@@ -146,9 +146,25 @@ def _invalid(name: str, cause: FieldError) -> errors.StatusError:
     return errors.invalid(("", "Service"), name, [cause])
 
 
-def reconcile_update(alloc: Allocators, old: Obj, new: Obj) -> None:
-    """An update keeps the cluster IP (immutable; filled in when left out), allocates node ports
-    for ports that need one and releases those no longer used."""
+@dataclass
+class PortChange:
+    """Node ports an update takes and gives back. Taken ports are reserved at once; the ones
+    given back are released only by `commit`, after the update is stored; `rollback` undoes."""
+
+    alloc: Allocators
+    taken: set[int] = field(default_factory=set)
+    released: set[int] = field(default_factory=set)
+
+    def commit(self) -> None:
+        self.alloc.ports.difference_update(self.released)
+
+    def rollback(self) -> None:
+        self.alloc.ports.difference_update(self.taken)
+
+
+def reconcile_update(alloc: Allocators, old: Obj, new: Obj) -> PortChange:
+    """An update keeps the cluster IP (immutable; filled in when left out), reserves node ports
+    for ports that need one and marks those no longer used for release."""
     o, n = old.get("spec") or {}, new.setdefault("spec", {})
     name = new.get("metadata", {}).get("name", "")
     if n.get("type", "ClusterIP") != "ExternalName" and o.get("type", "ClusterIP") != "ExternalName":
@@ -158,16 +174,30 @@ def reconcile_update(alloc: Allocators, old: Obj, new: Obj) -> None:
         if n.get("clusterIP") != o.get("clusterIP"):
             raise _invalid(name, FieldError.invalid("spec.clusterIPs[0]", n.get("clusterIP"), "field is immutable"))
     old_ports = {int(p["nodePort"]) for p in o.get("ports") or [] if p.get("nodePort")}
+    change = PortChange(alloc)
     keep: set[int] = set()
-    if n.get("type") in ("NodePort", "LoadBalancer"):
-        for i, port in enumerate(n.get("ports") or []):
-            want = int(port.get("nodePort") or 0)
-            if want and want in old_ports:
-                keep.add(want)
-                continue
-            port["nodePort"] = alloc.take_port(want, name, i)
-            keep.add(port["nodePort"])
-    else:
-        for port in n.get("ports") or []:
-            port.pop("nodePort", None)
-    alloc.ports.difference_update(old_ports - keep)
+    try:
+        if n.get("type") in ("NodePort", "LoadBalancer"):
+            for i, port in enumerate(n.get("ports") or []):
+                want = _node_port(port, name, i)
+                if want and want in old_ports:
+                    keep.add(want)
+                    continue
+                port["nodePort"] = alloc.take_port(want, name, i)
+                change.taken.add(port["nodePort"])
+                keep.add(port["nodePort"])
+        else:
+            for port in n.get("ports") or []:
+                port.pop("nodePort", None)
+    except Exception:
+        change.rollback()
+        raise
+    change.released = old_ports - keep
+    return change
+
+
+def _node_port(port: Obj, svc: str, index: int) -> int:
+    value = port.get("nodePort") or 0
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _invalid(svc, FieldError.invalid(f"spec.ports[{index}].nodePort", value, "must be an integer"))
+    return value

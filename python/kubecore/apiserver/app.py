@@ -130,7 +130,7 @@ class Chain:
         finally:
             if kind:
                 self.inflight[kind] -= 1
-        if info.is_resource_request:
+        if "rt" in request:  # only requests that reached a served resource: bounded label values
             self.metrics.observe_request(info, resp.status, time.perf_counter() - start)
         return resp
 

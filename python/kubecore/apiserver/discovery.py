@@ -12,6 +12,7 @@ from typing import Any
 
 from kubecore import __version__
 from kubecore.api.registry import Registry, ResourceType
+from kubecore.apiserver.rest import SERVED_SUBRESOURCES
 
 KUBE_MAJOR, KUBE_MINOR = "1", "36"
 
@@ -82,7 +83,7 @@ def _resource_entries(rt: ResourceType) -> list[dict[str, Any]]:
     if rt.categories:
         main["categories"] = list(rt.categories)
     out = [main]
-    for sub in rt.subresources:
+    for sub in (x for x in rt.subresources if x in SERVED_SUBRESOURCES):
         gvk, verbs = SUBRESOURCES.get(sub, (None, ["get"]))
         entry: dict[str, Any] = {"name": f"{rt.resource}/{sub}", "singularName": "", "namespaced": rt.namespaced}
         if gvk is not None:

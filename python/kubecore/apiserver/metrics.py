@@ -16,6 +16,11 @@ BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4,
 Labels = tuple[str, str, str, str, str, str]  # verb, group, version, resource, subresource, scope
 
 
+def _escape(value: str) -> str:
+    """A Prometheus label value: backslash, quote and newline escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def _scope(info: RequestInfo) -> str:
     if info.name:
         return "resource"
@@ -44,7 +49,9 @@ class Metrics:
         h[-1] += 1
 
     def observe_request(self, info: RequestInfo, code: int, seconds: float) -> None:
-        self.observe((_verb(info), info.group, info.version, info.resource, info.subresource, _scope(info)), code, seconds)
+        e = _escape
+        labels = (e(_verb(info)), e(info.group), e(info.version), e(info.resource), e(info.subresource), _scope(info))
+        self.observe(labels, code, seconds)
 
     @contextlib.contextmanager
     def watching(self, info: RequestInfo) -> Iterator[None]:

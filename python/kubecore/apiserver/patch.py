@@ -30,7 +30,6 @@ MERGE_KEYS = {
     "volumeDevices": "devicePath",
     "imagePullSecrets": "name",
     "conditions": "type",
-    "tolerations": "key",
     "hostAliases": "ip",
     "ownerReferences": "uid",
     "topologySpreadConstraints": "topologyKey",
@@ -42,6 +41,20 @@ PORT_KEYS = {"containerPort", "port"}
 
 def _bad_patch(message: str) -> errors.StatusError:
     return errors.StatusError(422, "Invalid", message)
+
+
+def mentions_resource_version(content_type: str, patch: Any) -> bool:
+    """Whether the patch itself reads or sets metadata.resourceVersion (then it is a precondition)."""
+    if content_type == JSON_PATCH:
+        return isinstance(patch, list) and any(
+            isinstance(op, dict) and "/metadata/resourceVersion" in (op.get("path"), op.get("from")) for op in patch
+        )
+    meta = patch.get("metadata") if isinstance(patch, dict) else None
+    return isinstance(meta, dict) and "resourceVersion" in meta
+
+
+# Lists of scalars merged as sets (patchStrategy "merge" on a primitive list).
+PRIMITIVE_MERGE = {"finalizers"}
 
 
 def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[str, Any]:
@@ -80,7 +93,15 @@ def strategic_merge(target: Any, patch: Any, field: str = "") -> Any:
         return None
     result = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
+        if k.startswith("$deleteFromPrimitiveList/"):
+            field_name = k.split("/", 1)[1]
+            if isinstance(result.get(field_name), list) and isinstance(v, list):
+                result[field_name] = [x for x in result[field_name] if x not in v]
+            continue
         if k.startswith("$"):
+            continue
+        if k in PRIMITIVE_MERGE and isinstance(v, list) and isinstance(result.get(k), list):
+            result[k] = result[k] + [x for x in v if x not in result[k]]
             continue
         if v is None:
             result.pop(k, None)

@@ -7,8 +7,9 @@ an optimistic-concurrency transaction, answer with the object (or a Table / meta
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, TypeVar
 
 import msgspec
 from aiohttp import web
@@ -17,20 +18,30 @@ from kubecore.api import defaults, errors, meta, protobuf
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
 from kubecore.apiserver import patch as patching
-from kubecore.apiserver.allocators import Allocators, reconcile_update
+from kubecore.apiserver.allocators import Allocators, PortChange, reconcile_update
 from kubecore.apiserver import table, watch
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.requestinfo import RequestInfo
 from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, parse_rv
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 MAX_BODY = 3 * 1024 * 1024
+# Subresources with handlers; discovery advertises only these (scale, binding, eviction, finalize
+# are in the registry and come with their handlers).
+SERVED_SUBRESOURCES = frozenset({"status"})
 _decode_any = msgspec.json.Decoder().decode
 _encode = msgspec.json.encode
 UNKNOWN_MEDIA = (
     "the body of the request was in an unknown format - accepted media types include: "
     "application/json, application/yaml"
 )
+
+
+async def shielded(coro: Awaitable[T]) -> T:
+    """Runs `coro` to completion even if the request is cancelled (its client went away): a
+    write that reached the store must also finish its bookkeeping."""
+    return await asyncio.shield(asyncio.ensure_future(coro))
 
 
 def path_not_found() -> errors.StatusError:
@@ -101,13 +112,14 @@ class Resources:
         rt = self.registry.get(info.group, info.version, info.resource)
         if rt is None or (info.namespace and not rt.namespaced) or len(info.parts) > 3:
             raise path_not_found()
-        if info.subresource and info.subresource not in rt.subresources:
+        if info.subresource and (info.subresource not in rt.subresources or info.subresource not in SERVED_SUBRESOURCES):
             raise path_not_found()
         if rt.namespaced and not info.namespace and info.verb not in ("list", "watch"):
             raise path_not_found()
         handler = self._handler(info)
         if handler is None or info.verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(rt, info.verb)
+        request["rt"] = rt  # a served resource: metrics may label by it
         response: web.StreamResponse = await handler(request, info, rt)
         return response
 
@@ -197,8 +209,11 @@ class Resources:
     # ---- writes ------------------------------------------------------------------------------
 
     @staticmethod
-    def _dry_run(request: web.Request) -> bool:
-        values = request.query.getall("dryRun", [])
+    def _dry_run(request: web.Request, options: Obj | None = None) -> bool:
+        """dryRun from the query or, for deletes, from the DeleteOptions body; only "All" exists."""
+        values = list(request.query.getall("dryRun", []))
+        body = (options or {}).get("dryRun") or []
+        values += body if isinstance(body, list) else [body]
         for v in values:
             if v != "All":
                 raise errors.bad_request(f"unsupported dryRun value {v!r}: only All is supported")
@@ -208,20 +223,24 @@ class Resources:
         body = defaults.apply_defaults(rt.group, rt.kind, _body_obj(await read_json(request)))
         obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
         await self.admission.admit_create(rt, obj)
-        service = self._is_service(rt)
-        if service:
-            self.allocators.allocate(obj)
-        if self._dry_run(request):
-            if service:
-                self.allocators.release(obj)
+        dry = self._dry_run(request)
+        if not self._is_service(rt):
+            if dry:
+                return respond(obj, 201)
+            return respond(await self.objects.create(rt, info.namespace, obj["metadata"]["name"], obj), 201)
+        self.allocators.allocate(obj)
+        if dry:
+            self.allocators.release(obj)
             return respond(obj, 201)
+        return respond(await shielded(self._create_service(rt, info.namespace, obj)), 201)
+
+    async def _create_service(self, rt: ResourceType, namespace: str, obj: Obj) -> Obj:
+        """Stores a service whose addresses are allocated; gives them back if it is not stored."""
         try:
-            created = await self.objects.create(rt, info.namespace, obj["metadata"]["name"], obj)
-        except BaseException:
-            if service:
-                self.allocators.release(obj)
+            return await self.objects.create(rt, namespace, obj["metadata"]["name"], obj)
+        except Exception:
+            self.allocators.release(obj)
             raise
-        return respond(created, 201)
 
     def _check_name(self, info: RequestInfo, obj: Obj) -> None:
         m = obj.setdefault("metadata", {})
@@ -245,26 +264,55 @@ class Resources:
         if not info.subresource:
             defaults.apply_defaults(rt.group, rt.kind, new)
         merged = meta.prepare_update(rt, old, new, subresource=info.subresource, name=info.name)
-        if self._is_service(rt) and not info.subresource:
-            reconcile_update(self.allocators, old, merged)
+        dry = self._dry_run(request)
         await self.admission.admit_update(rt, merged, old)
-        if self._dry_run(request):
+        change = reconcile_update(self.allocators, old, merged) if self._is_service(rt) and not info.subresource else None
+        if dry:
+            if change is not None:
+                change.rollback()
             return respond(merged)
-        m = merged.get("metadata", {})
-        if m.get("deletionTimestamp") and not m.get("finalizers"):
-            await self.objects.remove(rt, info.namespace, info.name, expect_revision=old_rv)
-            if self._is_service(rt):
-                self.allocators.release(old)
-            return respond(merged)
-        return respond(await self.objects.replace(rt, info.namespace, info.name, merged, expect_revision=old_rv))
+        return respond(await shielded(self._store_update(rt, info, old, merged, old_rv, change)))
+
+    async def _store_update(
+        self, rt: ResourceType, info: RequestInfo, old: Obj, merged: Obj, old_rv: int, change: PortChange | None
+    ) -> Obj:
+        """Stores an update (or finishes a deletion whose last finalizer went away) and settles the
+        service allocations with the outcome; runs to completion even if the client goes away."""
+        try:
+            m = merged.get("metadata", {})
+            if m.get("deletionTimestamp") and not m.get("finalizers"):
+                await self.objects.remove(rt, info.namespace, info.name, expect_revision=old_rv)
+                if self._is_service(rt):
+                    self.allocators.release(old)
+                    if change is not None:
+                        change.rollback()
+                return merged
+            stored = await self.objects.replace(rt, info.namespace, info.name, merged, expect_revision=old_rv)
+        except Exception:
+            if change is not None:
+                change.rollback()
+            raise
+        if change is not None:
+            change.commit()
+        return stored
 
     async def update(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        new = _body_obj(await read_json(request))
-        self._check_name(info, new)
-        old = self.objects.get(rt, info.namespace, info.name)
-        if "status" in rt.subresources:
-            new = {**new, "status": copy.deepcopy(old.get("status"))} if "status" in old else {k: v for k, v in new.items() if k != "status"}
-        return await self._write(request, info, rt, old, new)
+        body = _body_obj(await read_json(request))
+        self._check_name(info, body)
+        unconditional = not parse_rv(body["metadata"].get("resourceVersion"))
+        for _ in range(8):  # an update without a resourceVersion retries on a concurrent write
+            old = self.objects.get(rt, info.namespace, info.name)
+            new = copy.deepcopy(body)
+            if "status" in rt.subresources:
+                new.pop("status", None)
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+            try:
+                return await self._write(request, info, rt, old, new)
+            except errors.StatusError as e:
+                if e.code != 409 or not unconditional:
+                    raise
+        raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
 
     async def update_status(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         body = _body_obj(await read_json(request))
@@ -280,17 +328,21 @@ class Resources:
         if ct == patching.APPLY_PATCH:
             raise errors.unsupported_media_type(ct)
         body = await read_json(request, allowed=patching.PATCH_TYPES)
+        keep_rv = patching.mentions_resource_version(ct, body)
         for _ in range(8):  # a patch without a resourceVersion retries on a concurrent write
             old = self.objects.get(rt, info.namespace, info.name)
             base = copy.deepcopy(old)
-            base["metadata"].pop("resourceVersion", None)
+            if not keep_rv:
+                base["metadata"].pop("resourceVersion", None)
             new = patching.apply_patch(ct, base, body)
             self._check_name(info, new)
             if info.subresource == "status":
-                status = new.get("status")
+                status, rv = new.get("status"), (new.get("metadata") or {}).get("resourceVersion")
                 new = copy.deepcopy(old)
                 new["status"] = status
                 new["metadata"].pop("resourceVersion", None)
+                if rv:
+                    new["metadata"]["resourceVersion"] = rv
             elif "status" in rt.subresources:
                 new["status"] = copy.deepcopy(old.get("status"))
                 if new["status"] is None:
@@ -304,31 +356,44 @@ class Resources:
 
     async def delete(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         opts = await self._delete_options(request)
-        old = self.objects.get(rt, info.namespace, info.name)
+        dry = self._dry_run(request, opts)
         pre = opts.get("preconditions") or {}
+        for _ in range(8):  # without preconditions a concurrent write only means: read again
+            old = self.objects.get(rt, info.namespace, info.name)
+            m = old["metadata"]
+            if pre.get("uid") and pre["uid"] != m.get("uid"):
+                raise errors.conflict(rt, info.name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {m.get('uid')}")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != m.get("resourceVersion"):
+                raise errors.conflict(
+                    rt, info.name,
+                    f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {m.get('resourceVersion')}",
+                )
+            await self.admission.admit_delete(rt, old)
+            if dry:
+                return respond(old)
+            try:
+                return respond(await shielded(self._store_delete(rt, info.namespace, old)))
+            except errors.StatusError as e:
+                if e.code != 409 or pre:
+                    raise
+        raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
+
+    async def _store_delete(self, rt: ResourceType, namespace: str, old: Obj) -> Obj:
+        """Marks an object with finalizers for deletion, removes any other (and releases a
+        service's addresses); runs to completion even if the client goes away."""
         m = old["metadata"]
-        if pre.get("uid") and pre["uid"] != m.get("uid"):
-            raise errors.conflict(rt, info.name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {m.get('uid')}")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != m.get("resourceVersion"):
-            raise errors.conflict(
-                rt, info.name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {m.get('resourceVersion')}",
-            )
-        await self.admission.admit_delete(rt, old)
-        if self._dry_run(request):
-            return respond(old)
         if m.get("finalizers"):
-            if not m.get("deletionTimestamp"):
-                marked = copy.deepcopy(old)
-                marked["metadata"]["deletionTimestamp"] = table.now_rfc3339()
-                marked["metadata"]["deletionGracePeriodSeconds"] = 0
-                marked["metadata"].pop("resourceVersion", None)
-                old = await self.objects.replace(rt, info.namespace, info.name, marked, expect_revision=int(m["resourceVersion"]))
-            return respond(old)
-        await self.objects.remove(rt, info.namespace, info.name, expect_revision=int(m["resourceVersion"]))
+            if m.get("deletionTimestamp"):
+                return old
+            marked = copy.deepcopy(old)
+            marked["metadata"]["deletionTimestamp"] = table.now_rfc3339()
+            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+            marked["metadata"].pop("resourceVersion", None)
+            return await self.objects.replace(rt, namespace, m["name"], marked, expect_revision=int(m["resourceVersion"]))
+        await self.objects.remove(rt, namespace, m["name"], expect_revision=int(m["resourceVersion"]))
         if self._is_service(rt):
             self.allocators.release(old)
-        return respond(old)
+        return old
 
     async def _delete_options(self, request: web.Request) -> Obj:
         if not request.can_read_body:
@@ -337,24 +402,18 @@ class Resources:
         return body if isinstance(body, dict) else {}
 
     async def delete_collection(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        opts = await self._delete_options(request)
+        dry = self._dry_run(request, opts)
         page = self.objects.list(rt, info.namespace, match=self._matcher(request, rt))
-        dry = self._dry_run(request)
+        deleted = []
         for obj in page.items:
-            m = obj["metadata"]
+            await self.admission.admit_delete(rt, obj)
             if dry:
+                deleted.append(obj)
                 continue
             try:
-                if m.get("finalizers"):
-                    if not m.get("deletionTimestamp"):
-                        marked = copy.deepcopy(obj)
-                        marked["metadata"]["deletionTimestamp"] = table.now_rfc3339()
-                        marked["metadata"].pop("resourceVersion", None)
-                        await self.objects.replace(rt, m.get("namespace", ""), m["name"], marked, expect_revision=int(m["resourceVersion"]))
-                else:
-                    await self.objects.remove(rt, m.get("namespace", ""), m["name"], expect_revision=int(m["resourceVersion"]))
-                    if self._is_service(rt):
-                        self.allocators.release(obj)
+                deleted.append(await shielded(self._store_delete(rt, obj["metadata"].get("namespace", ""), obj)))
             except errors.StatusError as e:
-                if e.code != 409:
+                if e.code not in (404, 409):
                     raise
-        return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(page.revision)}, "items": page.items})
+        return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(page.revision)}, "items": deleted})

@@ -15,7 +15,7 @@ import msgspec
 
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
-from kubecore.store import CompactedError, Compare, KeyValue, Op, Store, prefix_end
+from kubecore.store import CompactedError, Compare, FutureRevisionError, KeyValue, Op, Store, prefix_end
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.encode
@@ -181,7 +181,9 @@ class ObjectStore:
             except CompactedError:
                 if continue_token:
                     raise errors.expired(EXPIRED_CONTINUE) from None
-                raise
+                raise errors.expired(f"too old resource version: {read_rev} ({self.store.compact_revision})") from None
+            except FutureRevisionError:
+                raise errors.timeout(f"Too large resource version: {read_rev}, current: {self.store.revision}", 1) from None
             read_rev = read_rev or r.revision
             for i, kv in enumerate(r.kvs):
                 item = convert(kv)

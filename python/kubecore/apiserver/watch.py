@@ -82,8 +82,9 @@ def _transition(ev: Event, match: Callable[[Obj], bool]) -> tuple[str, Obj] | No
     new_in = match(new)
     if new_in:
         return ("MODIFIED" if old_in else "ADDED"), new
-    if old_in:
-        return "DELETED", new
+    if old_in and old is not None:  # it left the selection: upstream sends the last state it matched
+        old["metadata"]["resourceVersion"] = str(ev.kv.mod_revision)
+        return "DELETED", old
     return None
 
 
@@ -96,22 +97,27 @@ async def serve(
 ) -> web.StreamResponse:
     q = request.query
     rv = parse_rv(q.get("resourceVersion"))
-    timeout = float(q.get("timeoutSeconds") or DEFAULT_TIMEOUT)
+    raw_timeout = q.get("timeoutSeconds") or ""
+    if raw_timeout and not raw_timeout.isdigit():
+        raise errors.bad_request(f"invalid timeoutSeconds {raw_timeout!r}: must be a non-negative integer")
+    timeout = float(raw_timeout or DEFAULT_TIMEOUT)
     bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
     send_initial = q.get("sendInitialEvents") == "true"
     deadline = time.monotonic() + timeout
     framer = Framer(rt, request.headers.get("Accept", ""), q.get("includeObject", "Metadata"))
 
-    resp = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
-    resp.enable_chunked_encoding()
-    await resp.prepare(request)
-
-    initial: list[Obj] = []
+    initial: list[Obj] = []  # read before the response starts, so that errors are plain Statuses
     if rv == 0 or send_initial:
         page = objects.list(rt, namespace, match=match, revision=rv if send_initial and rv else 0)
         initial, start = page.items, page.revision + 1
     else:
+        if rv > objects.store.revision:
+            raise errors.timeout(f"Too large resource version: {rv}, current: {objects.store.revision}", 1)
         start = rv + 1
+
+    resp = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
     prefix = objects.prefix(rt, namespace)
     watch = objects.store.watch(prefix, prefix_end(prefix), start_revision=start, prev_kv=True)
     try:

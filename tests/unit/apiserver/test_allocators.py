@@ -68,10 +68,22 @@ def test_update_keeps_the_address_and_moves_node_ports() -> None:
     a = Allocators()
     old = svc("s", type="NodePort")
     a.allocate(old)
+    port = old["spec"]["ports"][0]["nodePort"]
     new = svc("s", type="ClusterIP")
-    reconcile_update(a, old, new)
+    change = reconcile_update(a, old, new)
     assert new["spec"]["clusterIP"] == old["spec"]["clusterIP"]
-    assert "nodePort" not in new["spec"]["ports"][0] and not a.ports
+    assert "nodePort" not in new["spec"]["ports"][0]
+    assert a.ports == {port}, "nothing is released before the update is stored"
+    change.rollback()
+    assert a.ports == {port}
+    change.commit()
+    assert not a.ports
+    moved = svc("s", type="NodePort")
+    moved["spec"]["ports"][0]["nodePort"] = 30123
+    undo = reconcile_update(a, old, moved)
+    assert 30123 in a.ports
+    undo.rollback()
+    assert 30123 not in a.ports, "a failed update gives back the port it took"
     changed = svc("s", clusterIP="10.96.0.99")
     with pytest.raises(StatusError) as e:
         reconcile_update(a, old, changed)

@@ -83,3 +83,13 @@ def test_merge_patch_must_be_an_object() -> None:
     with pytest.raises(StatusError) as e:
         apply_patch(MERGE_PATCH, POD, [1, 2])
     assert e.value.code == 400
+
+
+def test_strategic_merge_list_strategies_follow_upstream_types() -> None:
+    out = apply_patch(STRATEGIC_MERGE_PATCH, POD, {"spec": {"tolerations": [{"key": "z", "operator": "Exists"}]}})
+    assert out["spec"]["tolerations"] == [{"key": "z", "operator": "Exists"}], "tolerations have no merge strategy"
+    obj = {"metadata": {"finalizers": ["x/a"]}}
+    out = apply_patch(STRATEGIC_MERGE_PATCH, obj, {"metadata": {"finalizers": ["x/b"]}})
+    assert out["metadata"]["finalizers"] == ["x/a", "x/b"], "finalizers merge as a set"
+    out = apply_patch(STRATEGIC_MERGE_PATCH, out, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["x/a"]}})
+    assert out["metadata"]["finalizers"] == ["x/b"]

@@ -1,0 +1,112 @@
+"""API semantics over plain HTTP: dry runs, retries of unconditional writes, preconditions,
+selector transitions in watches, bad query values, service allocations on paths that do not write."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from typing import Any
+
+from tests.e2e.conftest import Server
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+def cm(name: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **extra}, "data": {"a": "1"}}
+
+
+def test_delete_dry_run_in_the_body_keeps_the_object(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert server.http("POST", base, cm("keep"))[0] == 201
+    status, _ = server.http("DELETE", f"{base}/keep", {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]})
+    assert status == 200
+    assert server.http("GET", f"{base}/keep")[0] == 200
+    assert server.http("DELETE", f"{base}/keep", {"dryRun": ["Bogus"]})[0] == 400
+
+
+def test_unconditional_writes_retry_instead_of_conflicting(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert server.http("POST", base, cm("busy"))[0] == 201
+    codes: list[int] = []
+
+    def put(i: int) -> None:
+        body = cm("busy")
+        body["data"] = {"i": str(i)}
+        codes.append(server.http("PUT", f"{base}/busy", body)[0])
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert codes == [200] * 20, codes
+    stale = cm("busy", resourceVersion="1")
+    assert server.http("PUT", f"{base}/busy", stale)[0] == 409, "a stale resourceVersion still conflicts"
+
+
+def test_patch_preconditions(server: Server, namespace: str) -> None:
+    base = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}},
+                    "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+    status, created = server.http("POST", base, dep)
+    assert status == 201
+    rv = created["metadata"]["resourceVersion"]
+    stale = {"metadata": {"resourceVersion": "1"}, "status": {"replicas": 3}}
+    assert server.http("PATCH", f"{base}/d/status", stale, content_type=MERGE)[0] == 409
+    test_rv = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+               {"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]
+    status, patched = server.http("PATCH", f"{base}/d", test_rv, content_type=JSON_PATCH)
+    assert status == 200 and patched["metadata"]["labels"] == {"x": "y"}
+    assert server.http("PATCH", f"{base}/d", test_rv, content_type=JSON_PATCH)[0] == 422, "the test op now fails"
+
+
+def test_an_object_leaving_the_selector_is_deleted_with_its_last_matching_state(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    status, created = server.http("POST", base, cm("sel", labels={"a": "b"}))
+    rv = created["metadata"]["resourceVersion"]
+    relabel = {"metadata": {"labels": {"a": "c"}}}
+    assert server.http("PATCH", f"{base}/sel", relabel, content_type=MERGE)[0] == 200
+    url = f"{server.url}{base}?watch=1&labelSelector=a%3Db&resourceVersion={rv}&timeoutSeconds=1"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        events = [json.loads(line) for line in r.read().splitlines() if line.strip()]
+    assert [e["type"] for e in events] == ["DELETED"]
+    assert events[0]["object"]["metadata"]["labels"] == {"a": "b"}
+    assert int(events[0]["object"]["metadata"]["resourceVersion"]) > int(rv)
+
+
+def test_bad_query_values_get_client_errors(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert server.http("GET", f"{base}?watch=1&timeoutSeconds=abc")[0] == 400
+    status, body = server.http("GET", f"{base}?resourceVersion=999999999&resourceVersionMatch=Exact")
+    assert status == 504 and "Too large resource version" in body["message"]
+    assert server.http("GET", f"{base}?watch=1&resourceVersion=999999999")[0] == 504
+    assert server.http("GET", f"{base}?resourceVersion=abc")[0] == 400
+
+
+def test_service_allocations_change_only_when_a_write_is_stored(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/services"
+
+    def svc(name: str, port: int) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": port}]}}
+
+    assert server.http("POST", base, svc("np1", 31080))[0] == 201
+    dry = {"spec": {"type": "ClusterIP"}}
+    assert server.http("PATCH", f"{base}/np1?dryRun=All", dry, content_type=MERGE)[0] == 200
+    status, body = server.http("POST", base, svc("np2", 31080))
+    assert status == 422 and "already allocated" in body["message"], "a dry run released nothing"
+    assert server.http("POST", f"{base}?dryRun=bogus", svc("np3", 31081))[0] == 400
+    assert server.http("POST", base, svc("np3", 31081))[0] == 201, "a refused request took nothing"
+    bad = svc("np4", 31082)
+    bad["spec"]["ports"][0]["nodePort"] = "abc"
+    assert server.http("POST", base, bad)[0] == 422
+
+
+def test_discovery_lists_only_served_subresources(server: Server) -> None:
+    _, apps = server.http("GET", "/apis/apps/v1")
+    names = {r["name"] for r in apps["resources"]}
+    assert "deployments/status" in names and "deployments/scale" not in names
