@@ -110,3 +110,10 @@ def test_discovery_lists_only_served_subresources(server: Server) -> None:
     _, apps = server.http("GET", "/apis/apps/v1")
     names = {r["name"] for r in apps["resources"]}
     assert "deployments/status" in names and "deployments/scale" not in names
+
+
+def test_post_to_a_named_path_is_not_allowed(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    status, body = server.http("POST", f"{base}/zzz", cm("other"))
+    assert status == 405 and body["reason"] == "MethodNotAllowed"
+    assert server.http("GET", f"{base}/other")[0] == 404

@@ -117,6 +117,8 @@ class Resources:
         if rt.namespaced and not info.namespace and info.verb not in ("list", "watch"):
             raise path_not_found()
         handler = self._handler(info)
+        if info.verb == "create" and info.name and not info.subresource:
+            handler = None  # POST goes to the collection, never to a named object
         if handler is None or info.verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(rt, info.verb)
         request["rt"] = rt  # a served resource: metrics may label by it
