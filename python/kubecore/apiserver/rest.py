@@ -30,6 +30,9 @@ MAX_BODY = 3 * 1024 * 1024
 # Subresources with handlers; discovery advertises only these (scale, binding, eviction, finalize
 # are in the registry and come with their handlers).
 SERVED_SUBRESOURCES = frozenset({"status"})
+# How often a write without a precondition re-reads and tries again when another write won the
+# race (upstream's GuaranteedUpdate loops until it succeeds; this bounds it generously).
+CONFLICT_RETRIES = 100
 _decode_any = msgspec.json.Decoder().decode
 _encode = msgspec.json.encode
 UNKNOWN_MEDIA = (
@@ -302,7 +305,7 @@ class Resources:
         body = _body_obj(await read_json(request))
         self._check_name(info, body)
         unconditional = not parse_rv(body["metadata"].get("resourceVersion"))
-        for _ in range(8):  # an update without a resourceVersion retries on a concurrent write
+        for _ in range(CONFLICT_RETRIES):  # an update without a resourceVersion retries on a concurrent write
             old = self.objects.get(rt, info.namespace, info.name)
             new = copy.deepcopy(body)
             if "status" in rt.subresources:
@@ -331,7 +334,7 @@ class Resources:
             raise errors.unsupported_media_type(ct)
         body = await read_json(request, allowed=patching.PATCH_TYPES)
         keep_rv = patching.mentions_resource_version(ct, body)
-        for _ in range(8):  # a patch without a resourceVersion retries on a concurrent write
+        for _ in range(CONFLICT_RETRIES):  # a patch without a resourceVersion retries on a concurrent write
             old = self.objects.get(rt, info.namespace, info.name)
             base = copy.deepcopy(old)
             if not keep_rv:
@@ -360,7 +363,7 @@ class Resources:
         opts = await self._delete_options(request)
         dry = self._dry_run(request, opts)
         pre = opts.get("preconditions") or {}
-        for _ in range(8):  # without preconditions a concurrent write only means: read again
+        for _ in range(CONFLICT_RETRIES):  # without preconditions a concurrent write only means: read again
             old = self.objects.get(rt, info.namespace, info.name)
             m = old["metadata"]
             if pre.get("uid") and pre["uid"] != m.get("uid"):
