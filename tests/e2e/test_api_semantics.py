@@ -117,3 +117,28 @@ def test_post_to_a_named_path_is_not_allowed(server: Server, namespace: str) -> 
     status, body = server.http("POST", f"{base}/zzz", cm("other"))
     assert status == 405 and body["reason"] == "MethodNotAllowed"
     assert server.http("GET", f"{base}/other")[0] == 404
+
+
+def test_binding_assigns_a_pod_to_a_node_once(server: Server, namespace: str) -> None:
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}
+    for name in ("p", "q"):
+        assert server.http("POST", pods, {**pod, "metadata": {"name": name}})[0] == 201
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p", "annotations": {"why": "test"}},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+    status, body = server.http("POST", f"{pods}/p/binding", binding)
+    assert status == 201 and body["status"] == "Success", body
+    _, bound = server.http("GET", f"{pods}/p")
+    assert bound["spec"]["nodeName"] == "node-1" and bound["metadata"]["annotations"] == {"why": "test"}
+    assert [c["type"] for c in bound["status"]["conditions"]] == ["PodScheduled"]
+    status, body = server.http("POST", f"{pods}/p/binding", binding)
+    assert status == 409 and body["message"].endswith('pod p is already assigned to node "node-1"'), body
+    # the `bindings` resource does the same, the pod named by the body
+    status, _ = server.http("POST", f"/api/v1/namespaces/{namespace}/bindings", {**binding, "metadata": {"name": "q"}})
+    assert status == 201
+    assert server.http("GET", f"{pods}/q")[1]["spec"]["nodeName"] == "node-1"
+    assert server.http("GET", f"/api/v1/namespaces/{namespace}/bindings/q")[0] in (404, 405), "bindings are not stored"
+    status, _ = server.http("POST", f"{pods}/nope/binding", {**binding, "metadata": {"name": "nope"}})
+    assert status == 404
+    assert server.http("POST", f"{pods}/p/binding", {**binding, "metadata": {"name": "other"}})[0] == 400

@@ -18,6 +18,7 @@ from kubecore.api import defaults, errors, meta, protobuf
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
 from kubecore.apiserver import patch as patching
+from kubecore.apiserver.binding import bind
 from kubecore.apiserver.allocators import Allocators, PortChange, reconcile_update
 from kubecore.apiserver import table, watch
 from kubecore.apiserver.admission import Admission
@@ -29,7 +30,7 @@ T = TypeVar("T")
 MAX_BODY = 3 * 1024 * 1024
 # Subresources with handlers; discovery advertises only these (scale, binding, eviction, finalize
 # are in the registry and come with their handlers).
-SERVED_SUBRESOURCES = frozenset({"status"})
+SERVED_SUBRESOURCES = frozenset({"status", "binding"})
 # How often a write without a precondition re-reads and tries again when another write won the
 # race (upstream's GuaranteedUpdate loops until it succeeds; this bounds it generously).
 CONFLICT_RETRIES = 100
@@ -120,7 +121,7 @@ class Resources:
         if rt.namespaced and not info.namespace and info.verb not in ("list", "watch"):
             raise path_not_found()
         handler = self._handler(info)
-        if info.verb == "create" and info.name and not info.subresource:
+        if info.verb == "create" and info.name and not info.subresource and info.resource != "bindings":
             handler = None  # POST goes to the collection, never to a named object
         if handler is None or info.verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(rt, info.verb)
@@ -131,6 +132,8 @@ class Resources:
     def _handler(self, info: RequestInfo) -> Callable[..., Any] | None:
         if info.subresource == "status":
             return {"get": self.get, "update": self.update_status, "patch": self.patch}.get(info.verb)
+        if info.subresource == "binding" or (info.resource == "bindings" and info.group == ""):
+            return self.bind if info.verb == "create" else None
         if info.subresource:
             return None
         return {
@@ -246,6 +249,19 @@ class Resources:
         except Exception:
             self.allocators.release(obj)
             raise
+
+    async def bind(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        body = _body_obj(await read_json(request))
+        name = (body.get("metadata") or {}).get("name") or ""
+        if info.subresource and name and name != info.name:
+            raise errors.bad_request("name in URL does not match name in Binding object")
+        pods = self.registry.get("", "v1", "pods")
+        assert pods is not None
+        if self._dry_run(request):
+            self.objects.get(pods, info.namespace, info.name or name)
+            return respond({**errors.success_status(), "code": 201}, 201)
+        await shielded(bind(self.objects, pods, info.namespace, info.name or name, body))
+        return respond({**errors.success_status(), "code": 201}, 201)
 
     def _check_name(self, info: RequestInfo, obj: Obj) -> None:
         m = obj.setdefault("metadata", {})
