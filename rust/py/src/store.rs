@@ -49,10 +49,6 @@ fn result_obj(py: Python<'_>, kind: Kind, applied: Applied) -> PyResult<Py<PyAny
 }
 
 impl NativeStore {
-    fn command(kind: Kind, cmd: Command) -> (Kind, Command) {
-        (kind, cmd)
-    }
-
     fn open_db(&self) -> PyResult<&Db> {
         if self.db.is_closed() {
             return Err(to_py(kubecore_store::error::StoreError::Closed));
@@ -74,7 +70,7 @@ impl NativeStore {
 
 fn put_cmd(key: &Bound<'_, PyBytes>, value: &Bound<'_, PyBytes>, lease: i64, prev_kv: bool) -> PyResult<(Kind, Command)> {
     let op = RequestOp::Put(put_req(key, value, lease, prev_kv)?);
-    Ok(NativeStore::command(Kind::Put, Command::Txn(TxnRequest::single(op))))
+    Ok((Kind::Put, Command::Txn(TxnRequest::single(op))))
 }
 
 fn delete_cmd(key: &Bound<'_, PyBytes>, end: Option<&Bound<'_, PyBytes>>, prev_kv: bool) -> PyResult<(Kind, Command)> {

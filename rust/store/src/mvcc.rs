@@ -83,11 +83,6 @@ impl Mvcc {
         self.versions
     }
 
-    /// Changes kept in the revision log for watch replay.
-    pub fn history_len(&self) -> usize {
-        self.log.len()
-    }
-
     // ---- reads -------------------------------------------------------------------------------
 
     /// Resolves a requested read revision (0 = current) and checks it is readable.
