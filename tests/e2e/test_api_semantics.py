@@ -106,10 +106,14 @@ def test_service_allocations_change_only_when_a_write_is_stored(server: Server, 
     assert server.http("POST", base, bad)[0] == 422
 
 
-def test_discovery_lists_only_served_subresources(server: Server) -> None:
+def test_discovery_lists_the_served_subresources(server: Server) -> None:
     _, apps = server.http("GET", "/apis/apps/v1")
     names = {r["name"] for r in apps["resources"]}
-    assert "deployments/status" in names and "deployments/scale" not in names
+    assert {"deployments/status", "deployments/scale", "daemonsets/status"} <= names
+    assert "daemonsets/scale" not in names
+    _, core = server.http("GET", "/api/v1")
+    names = {r["name"] for r in core["resources"]}
+    assert {"pods/binding", "pods/eviction", "pods/status", "namespaces/finalize", "replicationcontrollers/scale"} <= names
 
 
 def test_post_to_a_named_path_is_not_allowed(server: Server, namespace: str) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
+import datetime as dt
 from typing import Any, Awaitable, Callable, TypeVar
 
 import msgspec
@@ -20,7 +22,7 @@ from kubecore.api.selectors import object_fields, parse_field_selector, parse_la
 from kubecore.apiserver import patch as patching
 from kubecore.apiserver.binding import bind
 from kubecore.apiserver.allocators import Allocators, PortChange, reconcile_update
-from kubecore.apiserver import table, watch
+from kubecore.apiserver import deletion, eviction, namespaces, scale, table, watch
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.requestinfo import RequestInfo
 from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, parse_rv
@@ -28,9 +30,8 @@ from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, parse_rv
 Obj = dict[str, Any]
 T = TypeVar("T")
 MAX_BODY = 3 * 1024 * 1024
-# Subresources with handlers; discovery advertises only these (scale, binding, eviction, finalize
-# are in the registry and come with their handlers).
-SERVED_SUBRESOURCES = frozenset({"status", "binding"})
+# Subresources with handlers; discovery advertises only these.
+SERVED_SUBRESOURCES = frozenset({"status", "binding", "scale", "eviction", "finalize"})
 # How often a write without a precondition re-reads and tries again when another write won the
 # race (upstream's GuaranteedUpdate loops until it succeeds; this bounds it generously).
 CONFLICT_RETRIES = 100
@@ -134,6 +135,12 @@ class Resources:
             return {"get": self.get, "update": self.update_status, "patch": self.patch}.get(info.verb)
         if info.subresource == "binding" or (info.resource == "bindings" and info.group == ""):
             return self.bind if info.verb == "create" else None
+        if info.subresource == "scale":
+            return {"get": self.get_scale, "update": self.update_scale, "patch": self.patch_scale}.get(info.verb)
+        if info.subresource == "eviction":
+            return self.evict if info.verb == "create" else None
+        if info.subresource == "finalize":
+            return self.update_finalize if info.verb == "update" else None
         if info.subresource:
             return None
         return {
@@ -230,6 +237,8 @@ class Resources:
     async def create(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         body = defaults.apply_defaults(rt.group, rt.kind, _body_obj(await read_json(request)))
         obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
+        if namespaces.is_namespace(rt):
+            namespaces.prepare_create(obj)
         await self.admission.admit_create(rt, obj)
         dry = self._dry_run(request)
         if not self._is_service(rt):
@@ -285,6 +294,8 @@ class Resources:
         if not info.subresource:
             defaults.apply_defaults(rt.group, rt.kind, new)
         merged = meta.prepare_update(rt, old, new, subresource=info.subresource, name=info.name)
+        if namespaces.is_namespace(rt):
+            namespaces.prepare_update(old, merged, subresource=info.subresource)
         dry = self._dry_run(request)
         await self.admission.admit_update(rt, merged, old)
         change = reconcile_update(self.allocators, old, merged) if self._is_service(rt) and not info.subresource else None
@@ -300,8 +311,7 @@ class Resources:
         """Stores an update (or finishes a deletion whose last finalizer went away) and settles the
         service allocations with the outcome; runs to completion even if the client goes away."""
         try:
-            m = merged.get("metadata", {})
-            if m.get("deletionTimestamp") and not m.get("finalizers"):
+            if deletion.should_delete_during_update(rt, old, merged):
                 await self.objects.remove(rt, info.namespace, info.name, expect_revision=old_rv)
                 if self._is_service(rt):
                     self.allocators.release(old)
@@ -376,45 +386,52 @@ class Resources:
         raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
 
     async def delete(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        opts = await self._delete_options(request)
-        dry = self._dry_run(request, opts)
-        pre = opts.get("preconditions") or {}
+        body = await self._delete_options(request)
+        dry = self._dry_run(request, body)
+        opts = deletion.parse_options(body, request.query)
         for _ in range(CONFLICT_RETRIES):  # without preconditions a concurrent write only means: read again
             old = self.objects.get(rt, info.namespace, info.name)
-            m = old["metadata"]
-            if pre.get("uid") and pre["uid"] != m.get("uid"):
-                raise errors.conflict(rt, info.name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {m.get('uid')}")
-            if pre.get("resourceVersion") and pre["resourceVersion"] != m.get("resourceVersion"):
-                raise errors.conflict(
-                    rt, info.name,
-                    f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {m.get('resourceVersion')}",
-                )
             await self.admission.admit_delete(rt, old)
-            if dry:
-                return respond(old)
             try:
-                return respond(await shielded(self._store_delete(rt, info.namespace, old)))
-            except errors.StatusError as e:
-                if e.code != 409 or pre:
-                    raise
+                obj, removed = await self._delete_object(rt, old, opts, dry=dry)
+            except _WriteConflict as e:
+                if opts.uid or opts.resource_version:
+                    raise e.error from None
+                continue
+            return respond(deletion.removed_response(rt, obj) if removed else obj, deletion.response_code(opts, removed))
         raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
 
-    async def _store_delete(self, rt: ResourceType, namespace: str, old: Obj) -> Obj:
-        """Marks an object with finalizers for deletion, removes any other (and releases a
-        service's addresses); runs to completion even if the client goes away."""
+    async def _delete_object(self, rt: ResourceType, old: Obj, opts: deletion.DeleteOptions, *,
+                             dry: bool) -> tuple[Obj, bool]:
+        """Deletes (or marks) `old` as upstream's registry does: (the resulting object, removed?).
+        A lost race raises _WriteConflict."""
+        now = dt.datetime.now(dt.timezone.utc)
+        if namespaces.is_namespace(rt):
+            outcome = namespaces.plan_delete(rt, old, opts, now=now)
+        else:
+            outcome = deletion.plan(rt, old, opts, now=now)
+        if outcome.action == "pending" or dry:
+            return outcome.obj, outcome.action == "remove"
+        try:
+            return await shielded(self._store_delete(rt, old, outcome))
+        except errors.StatusError as e:
+            if e.code == 409:
+                raise _WriteConflict(e) from None
+            raise
+
+    async def _store_delete(self, rt: ResourceType, old: Obj, outcome: deletion.Outcome) -> tuple[Obj, bool]:
+        """Writes a deletion's outcome (and releases a removed service's addresses); runs to
+        completion even if the client goes away."""
         m = old["metadata"]
-        if m.get("finalizers"):
-            if m.get("deletionTimestamp"):
-                return old
-            marked = copy.deepcopy(old)
-            marked["metadata"]["deletionTimestamp"] = table.now_rfc3339()
-            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+        namespace, rv = m.get("namespace", ""), int(m["resourceVersion"])
+        if outcome.action == "mark":
+            marked = outcome.obj
             marked["metadata"].pop("resourceVersion", None)
-            return await self.objects.replace(rt, namespace, m["name"], marked, expect_revision=int(m["resourceVersion"]))
-        await self.objects.remove(rt, namespace, m["name"], expect_revision=int(m["resourceVersion"]))
+            return await self.objects.replace(rt, namespace, m["name"], marked, expect_revision=rv), False
+        await self.objects.remove(rt, namespace, m["name"], expect_revision=rv)
         if self._is_service(rt):
             self.allocators.release(old)
-        return old
+        return old, True
 
     async def _delete_options(self, request: web.Request) -> Obj:
         if not request.can_read_body:
@@ -423,18 +440,90 @@ class Resources:
         return body if isinstance(body, dict) else {}
 
     async def delete_collection(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        opts = await self._delete_options(request)
-        dry = self._dry_run(request, opts)
+        body = await self._delete_options(request)
+        dry = self._dry_run(request, body)
+        opts = deletion.parse_options(body, request.query)
         page = self.objects.list(rt, info.namespace, match=self._matcher(request, rt))
-        deleted = []
-        for obj in page.items:
+        for obj in page.items:  # upstream answers with the list as it was before the deletes
             await self.admission.admit_delete(rt, obj)
-            if dry:
-                deleted.append(obj)
-                continue
             try:
-                deleted.append(await shielded(self._store_delete(rt, obj["metadata"].get("namespace", ""), obj)))
+                await self._delete_object(rt, obj, opts, dry=dry)
+            except _WriteConflict:
+                continue  # changed meanwhile: a later deletecollection sees it again
             except errors.StatusError as e:
-                if e.code not in (404, 409):
+                if e.code != 404:
                     raise
-        return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(page.revision)}, "items": deleted})
+        return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(page.revision)}, "items": page.items})
+
+    # ---- scale, eviction, finalize -------------------------------------------------------------
+
+    def _scalable(self, rt: ResourceType) -> None:
+        if scale.paths(rt) is None:
+            raise path_not_found()
+
+    async def get_scale(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        self._scalable(rt)
+        return respond(scale.to_scale(rt, self.objects.get(rt, info.namespace, info.name)))
+
+    async def _write_scale(self, request: web.Request, info: RequestInfo, rt: ResourceType, old: Obj, new_scale: Any) -> web.Response:
+        parent = scale.apply_scale(rt, old, new_scale)
+        main = dataclasses.replace(info, subresource="")  # a scale write is an update of the parent's spec
+        resp = await self._write(request, main, rt, old, parent)
+        assert isinstance(resp.body, bytes)
+        return respond(scale.to_scale(rt, _decode_any(resp.body)))
+
+    async def update_scale(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        self._scalable(rt)
+        body = await read_json(request)
+        return await self._write_scale(request, info, rt, self.objects.get(rt, info.namespace, info.name), body)
+
+    async def patch_scale(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        self._scalable(rt)
+        ct = request.content_type
+        if ct == patching.APPLY_PATCH:
+            raise errors.unsupported_media_type(ct)
+        body = await read_json(request, allowed=patching.PATCH_TYPES)
+        keep_rv = patching.mentions_resource_version(ct, body)
+        for _ in range(CONFLICT_RETRIES):
+            old = self.objects.get(rt, info.namespace, info.name)
+            current = scale.to_scale(rt, old)
+            if not keep_rv:
+                current["metadata"].pop("resourceVersion", None)
+            try:
+                return await self._write_scale(request, info, rt, old, patching.apply_patch(ct, current, body))
+            except errors.StatusError as e:
+                if e.code != 409 or keep_rv:
+                    raise
+        raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
+
+    async def evict(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        body = await read_json(request)
+        dry = self._dry_run(request)
+
+        async def delete_pod(pod: Obj, opts: deletion.DeleteOptions) -> None:
+            await self.admission.admit_delete(rt, pod)
+            try:
+                await self._delete_object(rt, pod, opts, dry=dry)
+            except _WriteConflict as e:
+                raise e.error from None
+
+        await eviction.evict(self.objects, self.registry, rt, namespace=info.namespace, name=info.name, body=body,
+                             dry_run=dry, delete_pod=delete_pod)
+        return respond({**errors.success_status(), "code": 201}, 201)
+
+    async def update_finalize(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        body = _body_obj(await read_json(request))
+        self._check_name(info, body)
+        old = self.objects.get(rt, info.namespace, info.name)
+        new = copy.deepcopy(old)
+        new["spec"] = copy.deepcopy(body.get("spec") or {})
+        new["metadata"]["resourceVersion"] = body["metadata"].get("resourceVersion", "")
+        return await self._write(request, info, rt, old, new)
+
+
+class _WriteConflict(Exception):
+    """A conditional write lost a race (the 409 to answer if retrying is not allowed)."""
+
+    def __init__(self, error: errors.StatusError) -> None:
+        super().__init__(error.message)
+        self.error = error
