@@ -16,7 +16,7 @@ from aiohttp import web
 
 from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
-from kubecore.apiserver import discovery, openapi
+from kubecore.apiserver import discovery, discovery_v2, openapi
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.metrics import Metrics
 from kubecore.apiserver.allocators import Allocators
@@ -161,6 +161,8 @@ class Router:
                                 headers={"X-Content-Type-Options": "nosniff"})
         if path == "/version":
             return respond(discovery.version_info())
+        if path in ("/api", "/apis") and discovery_v2.wants_aggregated(request.headers.get("Accept", "")):
+            return discovery_v2.respond(request, self.registry, core=path == "/api")
         if path == "/api":
             return respond(discovery.api_versions(request.host))
         if path == "/apis":

@@ -1,8 +1,7 @@
 """Discovery documents: /api, /apis, /api/v1, /apis/<group>[/<version>], /version.
 
-Served as upstream's legacy (v1) discovery. A client that asks for aggregated discovery (v2) gets
-this plain JSON with `Content-Type: application/json`, which client-go takes as "not supported"
-and falls back to the legacy documents.
+These are upstream's legacy (v1) documents; a client that asks for aggregated discovery (v2) in
+its Accept header gets kubecore.apiserver.discovery_v2's document at /api and /apis instead.
 """
 
 from __future__ import annotations
