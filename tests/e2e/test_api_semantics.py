@@ -146,3 +146,23 @@ def test_binding_assigns_a_pod_to_a_node_once(server: Server, namespace: str) ->
     status, _ = server.http("POST", f"{pods}/nope/binding", {**binding, "metadata": {"name": "nope"}})
     assert status == 404
     assert server.http("POST", f"{pods}/p/binding", {**binding, "metadata": {"name": "other"}})[0] == 400
+
+
+def test_list_options_are_validated(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    status, body = server.http("GET", f"{base}?resourceVersionMatch=Exact")
+    assert status == 422 and body["message"] == (
+        'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: '
+        "resourceVersionMatch is forbidden unless resourceVersion is provided")
+    status, body = server.http("GET", f"{base}?resourceVersion=0&resourceVersionMatch=Exact")
+    assert status == 422 and 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"' in body["message"]
+    status, body = server.http("GET", f"{base}?resourceVersion=1&resourceVersionMatch=Newest")
+    assert status == 422 and 'Unsupported value: "Newest"' in body["message"]
+    status, body = server.http("GET", f"{base}?sendInitialEvents=true")
+    assert status == 422 and "sendInitialEvents is forbidden for list" in body["message"]
+    for n in ("a", "b"):
+        server.http("POST", base, cm(n))
+    _, page = server.http("GET", f"{base}?limit=1")
+    token = page["metadata"]["continue"]
+    status, body = server.http("GET", f"{base}?limit=1&continue={token}&resourceVersion=5")
+    assert status == 400 and body["message"] == "specifying resource version is not allowed when using continue"

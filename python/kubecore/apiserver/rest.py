@@ -22,7 +22,7 @@ from kubecore.api.selectors import object_fields, parse_field_selector, parse_la
 from kubecore.apiserver import patch as patching
 from kubecore.apiserver.binding import bind
 from kubecore.apiserver.allocators import Allocators, PortChange, reconcile_update
-from kubecore.apiserver import deletion, eviction, namespaces, scale, table, watch
+from kubecore.apiserver import deletion, eviction, listoptions, namespaces, scale, table, watch
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.requestinfo import RequestInfo
 from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, parse_rv
@@ -35,6 +35,7 @@ SERVED_SUBRESOURCES = frozenset({"status", "binding", "scale", "eviction", "fina
 # How often a write without a precondition re-reads and tries again when another write won the
 # race (upstream's GuaranteedUpdate loops until it succeeds; this bounds it generously).
 CONFLICT_RETRIES = 100
+MAX_NAME_ATTEMPTS = 8  # creates with a generateName whose generated name is taken
 _decode_any = msgspec.json.Decoder().decode
 _encode = msgspec.json.encode
 UNKNOWN_MEDIA = (
@@ -127,6 +128,8 @@ class Resources:
         if handler is None or info.verb not in rt.verbs and not info.subresource:
             raise errors.method_not_allowed(rt, info.verb)
         request["rt"] = rt  # a served resource: metrics may label by it
+        if info.verb in ("list", "watch"):
+            listoptions.validate(request.query, watch=info.verb == "watch")
         response: web.StreamResponse = await handler(request, info, rt)
         return response
 
@@ -236,6 +239,7 @@ class Resources:
 
     async def create(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         body = defaults.apply_defaults(rt.group, rt.kind, _body_obj(await read_json(request)))
+        generated = not (body.get("metadata") or {}).get("name")
         obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
         if namespaces.is_namespace(rt):
             namespaces.prepare_create(obj)
@@ -244,17 +248,33 @@ class Resources:
         if not self._is_service(rt):
             if dry:
                 return respond(obj, 201)
-            return respond(await self.objects.create(rt, info.namespace, obj["metadata"]["name"], obj), 201)
+            return respond(await self._store_create(rt, info.namespace, obj, generated=generated), 201)
         self.allocators.allocate(obj)
         if dry:
             self.allocators.release(obj)
             return respond(obj, 201)
-        return respond(await shielded(self._create_service(rt, info.namespace, obj)), 201)
+        return respond(await shielded(self._create_service(rt, info.namespace, obj, generated=generated)), 201)
 
-    async def _create_service(self, rt: ResourceType, namespace: str, obj: Obj) -> Obj:
+    async def _store_create(self, rt: ResourceType, namespace: str, obj: Obj, *, generated: bool) -> Obj:
+        """Stores a new object; a generated name that is taken is generated again (upstream's
+        RetryGenerateName: up to 8 attempts, then 409 naming the generated-name conflict)."""
+        m = obj["metadata"]
+        generated = generated and bool(m.get("generateName"))
+        for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
+            try:
+                return await self.objects.create(rt, namespace, m["name"], obj)
+            except errors.StatusError as e:
+                if e.reason != "AlreadyExists" or not generated:
+                    raise
+                if attempt == MAX_NAME_ATTEMPTS:
+                    raise errors.generate_name_conflict(rt, m["name"]) from None
+                m["name"] = meta.generate_name(m["generateName"])
+        raise AssertionError("unreachable")
+
+    async def _create_service(self, rt: ResourceType, namespace: str, obj: Obj, *, generated: bool) -> Obj:
         """Stores a service whose addresses are allocated; gives them back if it is not stored."""
         try:
-            return await self.objects.create(rt, namespace, obj["metadata"]["name"], obj)
+            return await self._store_create(rt, namespace, obj, generated=generated)
         except Exception:
             self.allocators.release(obj)
             raise
