@@ -18,6 +18,7 @@ from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
 from kubecore.apiserver import discovery, discovery_v2, openapi
 from kubecore.apiserver.admission import Admission
+from kubecore.apiserver.fastpath import FastReads
 from kubecore.apiserver.metrics import Metrics
 from kubecore.apiserver.allocators import Allocators
 from kubecore.apiserver.requestinfo import RequestInfo, parse
@@ -30,6 +31,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 OBJECTS = web.AppKey("objects", ObjectStore)
 REGISTRY = web.AppKey("registry", Registry)
 ALLOCATORS = web.AppKey("allocators", Allocators)
+FAST_READS = web.AppKey("fast_reads", FastReads)
 
 
 @dataclass(frozen=True)
@@ -214,8 +216,9 @@ def build_app(store: Store, *, registry: Registry | None = None, chain: ChainCon
     app[OBJECTS] = objects
     app[REGISTRY] = registry
     app[ALLOCATORS] = allocators
+    app[FAST_READS] = FastReads(registry, store, metrics)
     return app
 
 
 
-__all__ = ["ALLOCATORS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]
+__all__ = ["ALLOCATORS", "FAST_READS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]
