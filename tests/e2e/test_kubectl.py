@@ -408,10 +408,6 @@ def test_invalid_name_is_rejected(kubectl, namespace: str, tmp_path: Path) -> No
         "Bad_Name" not in kubectl.ok("get", "cm", "-n", namespace, "-o", "name")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fieldValidation=Strict needs the types' schemas, which the server does not publish yet",
-)
 def test_unknown_field_fails_strict_validation(kubectl, namespace: str, tmp_path: Path) -> None:
     doc = _configmap("strict", {"a": "b"})
     doc["bogus"] = 1
