@@ -13,6 +13,7 @@ unless ``now_rfc3339`` is called.
 from __future__ import annotations
 
 import copy
+import os
 import random
 import time
 import uuid
@@ -43,13 +44,35 @@ _NAME_FUNCS: dict[str, NameFunc] = {
 }
 
 
+_last_second: list[Any] = [-1, ""]  # the wall clock's last formatted second (hot: every write)
+
+
 def now_rfc3339(clock: Callable[[], float] = time.time) -> str:
     """metav1.Time as JSON: RFC 3339, UTC, whole seconds (``2026-12-02T10:00:00Z``)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+    t = int(clock())
+    if clock is time.time and t == _last_second[0]:
+        return str(_last_second[1])
+    text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    if clock is time.time:
+        _last_second[0], _last_second[1] = t, text
+    return text
+
+
+_uid_pool = bytearray()  # os.urandom bytes not yet used; refilled 4 KiB (256 uids) at a time
 
 
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID as upstream's uuid.NewUUID prints it; the randomness comes from
+    os.urandom in batches instead of one system call per object. Event-loop thread only."""
+    global _uid_pool
+    if len(_uid_pool) < 16:
+        _uid_pool = bytearray(os.urandom(4096))
+    b = _uid_pool[-16:]
+    del _uid_pool[-16:]
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def generate_name(base: str, rand: random.Random | None = None) -> str:
