@@ -16,7 +16,6 @@ import copy
 import os
 import random
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
