@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 
+from kubecore.api.gofmt import go_float
+
 if TYPE_CHECKING:
     from kubecore.api.registry import ResourceType
 
@@ -185,7 +187,9 @@ def _go_value(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
+        return go_float(value)
+    if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
         return go_quote(value)

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from kubecore.api import errors
+from kubecore.api.gofmt import go_float
 from kubecore.api.protobuf.schema import KINDS, MESSAGES
 from kubecore.api.registry import ResourceType
 
@@ -357,21 +358,8 @@ def go_format(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
-        return _go_float(v)
+        return go_float(v)
     return str(v)
-
-
-def _go_float(f: float) -> str:
-    """strconv.FormatFloat(f, 'g', -1, 64) as %v prints a float64 (exponent at 21 digits)."""
-    if f == int(f) and abs(f) < 1e21:
-        return str(int(f))
-    r = repr(f)
-    if "e" in r:
-        mant, exp = r.split("e")
-        sign = exp[0] if exp[0] in "+-" else "+"
-        digits = exp.lstrip("+-").rjust(2, "0")
-        return f"{mant}e{sign}{digits}"
-    return r
 
 
 def warning_header(text: str) -> str:

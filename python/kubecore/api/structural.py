@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import functools
 import re
-from decimal import Decimal
 from typing import Any
 
 import msgspec
 
 from kubecore.api import formats
 from kubecore.api.errors import FieldError, go_quote
+from kubecore.api.gofmt import go_float
 
 __all__ = ["validate", "validate_status", "ratchet", "go_value", "go_float", "schema_types", "type_name"]
 
@@ -40,31 +40,6 @@ _encode = msgspec.json.Encoder(order="sorted").encode
 
 
 # ---- Go-compatible printing ------------------------------------------------------------------
-
-def go_float(f: float) -> str:
-    """fmt's %v for a float64: shortest digits, %e when the exponent is < -4 or >= 21 is JSON's
-    rule, but %v switches at >= 6 digits before the point (``1e+06``)."""
-    if f != f:
-        return "NaN"
-    if f in (float("inf"), float("-inf")):
-        return "+Inf" if f > 0 else "-Inf"
-    if f == 0:
-        return "-0" if str(f).startswith("-") else "0"
-    sign, digits_t, exponent = Decimal(repr(f)).normalize().as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digits_t))
-    dp = len(digits) + exponent
-    exp = dp - 1
-    prefix = "-" if sign else ""
-    if exp < -4 or exp >= 6:
-        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{prefix}{mant}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if dp <= 0:
-        return f"{prefix}0.{'0' * -dp}{digits}"
-    if dp >= len(digits):
-        return prefix + digits + "0" * (dp - len(digits))
-    return f"{prefix}{digits[:dp]}.{digits[dp:]}"
-
 
 def go_value(value: Any) -> str:
     """How field.Error prints a JSON BadValue: %q for strings, %v for numbers and booleans,
