@@ -22,6 +22,9 @@ __all__ = [
     "StoreIOError",
     "NativeStore",
     "NativeWatch",
+    "NativeWatchCache",
+    "NativeResourceCache",
+    "NativeCacheWatcher",
     "KeyValue",
     "PutResult",
     "RangeResult",
@@ -289,5 +292,93 @@ class NativeWatch:
         """Up to `max_events` events; waits up to `timeout` seconds (negative: until there are some).
         Returns [] on timeout and None once the watch is cancelled or its store closed; raises
         CompactedError when the events it still had to deliver were compacted away."""
+
+    def cancel(self) -> None: ...
+
+# ---- the watch cache (watchcache.rs) --------------------------------------------------------
+
+# A selectable field: (label, "s" | "i" | "b", alternative JSON paths of str | int segments).
+_FieldSpec: TypeAlias = tuple[str, str, Sequence[Sequence[str | int]]]
+# A label requirement (key, op, values) with op one of =, ==, !=, in, notin, exists, !, gt, lt.
+_LabelReq: TypeAlias = tuple[str, str, Sequence[str]]
+# A field term (label, op, value) with op one of =, ==, !=.
+_FieldTerm: TypeAlias = tuple[str, str, str]
+
+@final
+class NativeWatchCache:
+    def __new__(
+        cls, store: NativeStore, *, ring_capacity: int = 8192, watcher_buffer: int = 10000, max_snapshots: int = 16
+    ) -> NativeWatchCache: ...
+    def resource(
+        self, prefix: bytes, *, kind: str, api_version: str, fields: Sequence[_FieldSpec]
+    ) -> NativeResourceCache:
+        """Lists `prefix` from the store and starts caching it. `fields`: the kind's selectable
+        fields as (label, "s" | "i" | "b", [path, ...]), a path being a list of str | int."""
+
+    def completion_fd(self) -> int:
+        """The eventfd that becomes readable when drain() has something."""
+
+    def drain(self) -> list[int]:
+        """Ids of the watchers with news (or that ended) since the last call."""
+
+    def close(self) -> None:
+        """Stops the feeding thread; every watcher ends. Idempotent."""
+
+@final
+class NativeResourceCache:
+    @property
+    def revision(self) -> int:
+        """Every change under the prefix up to this revision has been applied."""
+
+    @property
+    def oldest_revision(self) -> int:
+        """The oldest start revision a watch can be served from."""
+
+    def __len__(self) -> int: ...
+    def sync(self) -> int:
+        """Catches up with the store's current revision (a consistent read); returns the revision."""
+
+    def list(
+        self,
+        prefix: bytes,
+        *,
+        head: bytes,
+        labels: Sequence[_LabelReq] = ...,
+        fields: Sequence[_FieldTerm] = ...,
+        limit: int = 0,
+        continue_revision: int = 0,
+        continue_key: bytes | None = None,
+    ) -> tuple[bytes, int] | None:
+        """One LIST page as the whole response body (`head` + list metadata + items), and its
+        revision; None when the continue token's snapshot is no longer kept."""
+
+    def watch(
+        self,
+        prefix: bytes,
+        *,
+        labels: Sequence[_LabelReq] = ...,
+        fields: Sequence[_FieldTerm] = ...,
+        start_revision: int = 0,
+        initial: bool = False,
+        initial_end_bookmark: bool = False,
+    ) -> NativeCacheWatcher | None:
+        """A watcher: after `start_revision`, or (initial=True) the current objects as ADDED first,
+        then an initial-events-end BOOKMARK if asked. None when `start_revision` is older than
+        the ring (`oldest_revision`)."""
+
+@final
+class NativeCacheWatcher:
+    @property
+    def id(self) -> int: ...
+    def poll(self, max_bytes: int = 1048576) -> bytes | None:
+        """Pending frames joined (about `max_bytes`), b"" when there are none (wait for the id to
+        come out of drain()), None once the watcher has ended (see `end_reason`)."""
+
+    @property
+    def end_reason(self) -> str | None:
+        """Why the watcher ended ("cancelled", "too_slow", "closed", "reset"), or None."""
+
+    def progress(self) -> int | None:
+        """The revision a BOOKMARK may carry now (None while something is pending)."""
 
     def cancel(self) -> None: ...

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "ResourceType", "Registry", "builtin_registry", "STANDARD_VERBS", "GROUP_PRIORITY",
@@ -52,6 +53,20 @@ class ResourceType:
     subresources: tuple[str, ...] = ()
     name_rule: str = "subdomain"
     tracks_generation: bool = False
+    # Custom resources only (set from the CRD; built-in types keep the defaults):
+    # ``crd`` the CRD's name; ``schema`` this version's openAPIV3Schema; ``scale_paths`` the
+    # scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath);
+    # ``printer_columns`` the version's additionalPrinterColumns (NAME and AGE when it has none);
+    # ``storage_version`` the version objects are stored in; ``converts`` whether stored objects
+    # are rewritten on read (several versions: apiVersion; schema defaults: applied on read, as
+    # upstream's storage decoder does); ``terminating`` the CRD is being deleted (no creates).
+    crd: str = ""
+    schema: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    scale_paths: tuple[str, str, str] | None = None
+    printer_columns: tuple[dict[str, Any], ...] | None = field(default=None, compare=False, repr=False)
+    storage_version: str = ""
+    converts: bool = False
+    terminating: bool = False
 
     @property
     def list_kind(self) -> str:
@@ -125,11 +140,13 @@ class Registry:
     def __init__(self, types: Iterable[ResourceType] = ()) -> None:
         self._by_resource: dict[tuple[str, str, str], ResourceType] = {}
         self._by_kind: dict[tuple[str, str, str], ResourceType] = {}
+        self.generation = 0  # bumped by every add/remove: caches of derived documents key on it
         for rt in types:
             self.add(rt)
 
     def add(self, rt: ResourceType) -> None:
         """Add or replace a type (replacing keeps lookups by kind consistent)."""
+        self.generation += 1
         old = self._by_resource.get((rt.group, rt.version, rt.resource))
         if old is not None:
             self.remove(old.group, old.version, old.resource)
@@ -140,6 +157,7 @@ class Registry:
         rt = self._by_resource.pop((group, version, resource), None)
         if rt is None:
             return
+        self.generation += 1
         if self._by_kind.get((group, version, rt.kind)) is rt:
             del self._by_kind[(group, version, rt.kind)]
             for other in self._by_resource.values():  # another resource of the same kind (core vs ...)

@@ -18,6 +18,8 @@ from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
 from kubecore.apiserver import discovery, discovery_v2, openapi
 from kubecore.apiserver.admission import Admission
+from kubecore.apiserver.crd import CRDController
+from kubecore.apiserver.crstore import VersionedObjectStore
 from kubecore.apiserver.fastpath import FastReads
 from kubecore.apiserver.metrics import Metrics
 from kubecore.apiserver.allocators import Allocators
@@ -32,6 +34,7 @@ OBJECTS = web.AppKey("objects", ObjectStore)
 REGISTRY = web.AppKey("registry", Registry)
 ALLOCATORS = web.AppKey("allocators", Allocators)
 FAST_READS = web.AppKey("fast_reads", FastReads)
+CRDS = web.AppKey("crds", CRDController)
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ class Router:
 
     def __init__(self, registry: Registry, resources: Resources, metrics: Metrics, store: Store) -> None:
         self.registry = registry
+        self.openapi = openapi.OpenAPI(registry)
         self.resources = resources
         self.metrics = metrics
         self.store = store
@@ -170,17 +174,11 @@ class Router:
         if path == "/apis":
             return respond(discovery.api_group_list(self.registry))
         doc: dict[str, Any] | None = None
-        if path == "/openapi/v3":
-            return respond(openapi.index(self.registry))
-        if path.startswith("/openapi/v3/"):
-            rest = path[len("/openapi/v3/"):].split("/")
-            if rest[0] == "api" and len(rest) == 2:
-                doc = openapi.document(self.registry, "", rest[1])
-            elif rest[0] == "apis" and len(rest) == 3:
-                doc = openapi.document(self.registry, rest[1], rest[2])
-            if doc is None:
+        if path.startswith("/openapi/"):
+            served = self.openapi.serve(request)
+            if served is None:
                 raise path_not_found()
-            return respond(doc)
+            return served
         if info.api_prefix == "api" and info.version:
             doc = discovery.api_resource_list(self.registry, "", info.version)
         elif info.api_prefix == "apis" and info.group and info.version:
@@ -204,7 +202,7 @@ def service_allocators(registry: Registry, objects: ObjectStore) -> Allocators:
 
 def build_app(store: Store, *, registry: Registry | None = None, chain: ChainConfig | None = None) -> web.Application:
     registry = registry or builtin_registry()
-    objects = ObjectStore(store)
+    objects: ObjectStore = VersionedObjectStore(store)  # custom resources: storage version, served version
     allocators = service_allocators(registry, objects)
     resources = Resources(registry, objects, Admission(registry, objects), allocators)
     metrics = Metrics()
@@ -217,8 +215,20 @@ def build_app(store: Store, *, registry: Registry | None = None, chain: ChainCon
     app[REGISTRY] = registry
     app[ALLOCATORS] = allocators
     app[FAST_READS] = FastReads(registry, store, metrics)
+    app[CRDS] = CRDController(registry, objects)
+    app.on_startup.append(_start_crds)
+    app.on_cleanup.append(_stop_crds)
     return app
 
 
+async def _start_crds(app: web.Application) -> None:
+    """Serves every stored CRD before the first request, then follows CRD changes."""
+    await app[CRDS].start()
 
-__all__ = ["ALLOCATORS", "FAST_READS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]
+
+async def _stop_crds(app: web.Application) -> None:
+    await app[CRDS].stop()
+
+
+
+__all__ = ["ALLOCATORS", "CRDS", "FAST_READS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Callable
 
+from kubecore.api import jsonpath
+
 Obj = dict[str, Any]
 Column = tuple[str, str, int]  # name, type, priority (1 = only with -o wide)
 Cells = Callable[[Obj, dt.datetime], list[Any]]
@@ -117,7 +119,23 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                   lambda o, n: [_name(o), _node_status(o), "<none>", age(o, n),
                                 ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")]),
     ("apps", "Deployment"): ([("Name", S, 0), ("Ready", S, 0), ("Up-to-date", I, 0), ("Available", I, 0), ("Age", S, 0)], _workload),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (
+        [("Name", S, 0), ("Scope", S, 0), ("Versions", S, 0), ("Created At", "date", 0), ("Group", S, 1),
+         ("Kind", S, 1), ("ShortNames", S, 1), ("Established", "boolean", 1)],
+        lambda o, n: _crd_cells(o)),
 }
+
+
+def _crd_cells(o: Obj) -> list[Any]:
+    """registry/customresourcedefinition/tableconvertor: served versions sorted, the storage one marked."""
+    spec = o.get("spec") or {}
+    versions = sorted(f"{v.get('name', '')}{'(storage)' if v.get('storage') else ''}"
+                      for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("served"))
+    names = spec.get("names") or {}
+    established = any(c.get("type") == "Established" and c.get("status") == "True"
+                      for c in (o.get("status") or {}).get("conditions") or [] if isinstance(c, dict))
+    return [_name(o), spec.get("scope", ""), ",".join(versions), (o.get("metadata") or {}).get("creationTimestamp", ""),
+            spec.get("group", ""), names.get("kind", ""), ",".join(names.get("shortNames") or []), established]
 
 
 def _node_status(o: Obj) -> str:
@@ -134,3 +152,77 @@ DEFAULT: tuple[list[Column], Cells] = ([("Name", S, 0), ("Age", S, 0)], lambda o
 
 def printer(group: str, kind: str) -> tuple[list[Column], Cells]:
     return PRINTERS.get((group, kind), DEFAULT)
+
+
+# ---- custom resources: the CRD version's additionalPrinterColumns (tableconvertor) -------------
+
+NAME_DESCRIPTION = (
+    "Name must be unique within a namespace. Is required when creating resources, although some resources may "
+    "allow a client to request the generation of an appropriate name automatically. Name is primarily intended "
+    "for creation idempotence and configuration definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+)
+CREATION_TIMESTAMP_DESCRIPTION = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created. It is not "
+    "guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It "
+    "is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More "
+    "info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+)
+
+
+def _date_cell(value: Any, now: dt.datetime) -> Any:
+    if not isinstance(value, str):
+        return None
+    try:
+        t = dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        try:
+            t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return "<invalid>"
+    return human_duration((now - t).total_seconds())
+
+
+def _cell(typ: str, value: Any, now: dt.datetime) -> Any:
+    """cellForJSONValue (and the string column's JSONPath printing)."""
+    if value is None:
+        return None
+    if typ == "string":
+        return jsonpath.text(value)
+    if typ == "integer" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if typ == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if typ == "boolean" and isinstance(value, bool):
+        return value
+    if typ == "date":
+        return _date_cell(value, now)
+    return None
+
+
+def custom(columns: tuple[dict[str, Any], ...]) -> tuple[list[dict[str, Any]], Cells]:
+    """Column definitions and cells of a custom resource: Name, then the printer columns."""
+    defs: list[dict[str, Any]] = [{"name": "Name", "type": "string", "format": "name",
+                                   "description": NAME_DESCRIPTION, "priority": 0}]
+    paths: list[jsonpath.Steps | None] = []
+    for col in columns:
+        jp = str(col.get("jsonPath") or "")
+        desc = col.get("description") or (CREATION_TIMESTAMP_DESCRIPTION if jp == ".metadata.creationTimestamp"
+                                          and col.get("name") == "Age" and col.get("type") == "date"
+                                          else f"Custom resource definition column (in JSONPath format): {jp}")
+        defs.append({"name": col.get("name", ""), "type": col.get("type", ""), "format": col.get("format", ""),
+                     "description": desc, "priority": int(col.get("priority") or 0)})
+        try:
+            paths.append(jsonpath.parse(jp))
+        except (jsonpath.JSONPathError, ValueError):
+            paths.append(None)
+    types = [str(c.get("type") or "") for c in columns]
+
+    def cells(o: Obj, now: dt.datetime) -> list[Any]:
+        row: list[Any] = [_name(o)]
+        for typ, steps in zip(types, paths):
+            found = jsonpath.find(o, steps) if steps is not None else []
+            row.append(_cell(typ, found[0], now) if found else None)
+        return row
+
+    return defs, cells

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 import msgspec
 
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
 from kubecore.store import CompactedError, Compare, FutureRevisionError, KeyValue, Op, Store, prefix_end
+
+if TYPE_CHECKING:
+    from kubecore.apiserver.cache import WatchCache
 
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.encode
@@ -105,10 +108,22 @@ EXPIRED_CONTINUE = (
 
 
 class ObjectStore:
-    """CRUD of Kubernetes objects on a kubecore Store (no caching yet: reads go to the store)."""
+    """CRUD of Kubernetes objects on a kubecore Store. Reads here go to the store; LIST and WATCH
+    requests are served from `cache` (kubecore.apiserver.cache) when it can, with these methods
+    as the fallback."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._cache: WatchCache | None = None
+
+    @property
+    def cache(self) -> WatchCache:
+        """The watch cache of this store (created on first use)."""
+        if self._cache is None:
+            from kubecore.apiserver.cache import WatchCache  # cache.py imports this module
+
+            self._cache = WatchCache(self.store)
+        return self._cache
 
     @staticmethod
     def prefix(rt: ResourceType, namespace: str) -> bytes:

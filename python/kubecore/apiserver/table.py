@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from kubecore.api.registry import ResourceType
 from kubecore.apiserver import printers
 
 DESCRIPTIONS = {
@@ -20,7 +21,15 @@ DESCRIPTIONS = {
     "guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is "
     "represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
     "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    # customresourcedefinitions
+    "Scope": "Cluster/Namespaced",
+    "Versions": "Served versions",
+    "Group": "API group",
+    "Kind": "CustomResource kind",
+    "ShortNames": "Short names",
+    "Established": "Established status",
 }
+DESCRIPTIONS["Created At"] = DESCRIPTIONS["Age"]
 
 
 def wants_table(accept: str) -> bool:
@@ -51,9 +60,20 @@ def _row_object(obj: dict[str, Any], include: str) -> Any:
 
 
 def table(
-    objs: list[dict[str, Any]], *, list_meta: dict[str, Any], group: str, kind: str, include: str = "Metadata"
+    objs: list[dict[str, Any]], *, list_meta: dict[str, Any], group: str, kind: str, include: str = "Metadata",
+    rt: ResourceType | None = None,
 ) -> dict[str, Any]:
-    columns, cells = printers.printer(group, kind)
+    """A Table of `objs`; a custom resource's `rt` brings its printer columns."""
+    custom = rt.printer_columns if rt is not None else None
+    if custom is not None:
+        defs, cells = printers.custom(custom)
+    else:
+        columns, cells = printers.printer(group, kind)
+        defs = [
+            {"name": name, "type": typ, "format": "name" if name == "Name" else "",
+             "description": DESCRIPTIONS.get(name, name), "priority": prio}
+            for name, typ, prio in columns
+        ]
     now = dt.datetime.now(dt.timezone.utc)
     rows = []
     for obj in objs:
@@ -62,11 +82,6 @@ def table(
         if ro is not None:
             row["object"] = ro
         rows.append(row)
-    defs = [
-        {"name": name, "type": typ, "format": "name" if name == "Name" else "", "description": DESCRIPTIONS.get(name, name),
-         "priority": prio}
-        for name, typ, prio in columns
-    ]
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": defs, "rows": rows}
 
 

@@ -5,6 +5,10 @@ N was compacted), then goes live. Without a resourceVersion (or "0") it first se
 objects as ADDED. `sendInitialEvents=true` does the same and then a BOOKMARK annotated
 `k8s.io/initial-events-end: "true"`. With selectors, an object that starts or stops matching is
 sent as ADDED or DELETED, as upstream does.
+
+Watches are served from the watch cache (frames encoded in Rust, one write per batch) unless
+they ask for Tables, start before the cache's event ring, or select on a field the cache cannot
+extract; those read a store watch and match in Python here.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from aiohttp import web
 
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
+from kubecore._native import NativeCacheWatcher
 from kubecore.apiserver import table
+from kubecore.apiserver.cache import WatchCache
 from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, decode, parse_rv, with_rv
 from kubecore.store import CompactedError, Event, prefix_end
 
@@ -28,6 +34,9 @@ _encode = msgspec.json.encode
 BOOKMARK_EVERY = 10.0
 
 DEFAULT_TIMEOUT = 1800.0
+
+# Frames taken from a cache watcher per poll (a poll that returns less left nothing behind).
+POLL_BYTES = 1 << 20
 
 
 def frame(kind: str, obj: Obj) -> bytes:
@@ -45,7 +54,7 @@ class Framer:
         if not self.tables or kind in ("BOOKMARK", "ERROR"):
             return frame(kind, obj)
         lm = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
-        t = table.table([obj], list_meta=lm, group=self.rt.group, kind=self.rt.kind, include=self.include)
+        t = table.table([obj], list_meta=lm, group=self.rt.group, kind=self.rt.kind, include=self.include, rt=self.rt)
         if not self.first:
             t["columnDefinitions"] = []
         self.first = False
@@ -94,7 +103,12 @@ async def serve(
     rt: ResourceType,
     namespace: str,
     match: Callable[[Obj], bool],
+    *,
+    name: str = "",
 ) -> web.StreamResponse:
+    """Serves a WATCH from the watch cache when it can (see kubecore.apiserver.cache), else from
+    a store watch with `match` (Python) deciding. `name`: the deprecated /pods/NAME?watch=1 form,
+    already folded into `match`."""
     q = request.query
     rv = parse_rv(q.get("resourceVersion"))
     raw_timeout = q.get("timeoutSeconds") or ""
@@ -106,13 +120,18 @@ async def serve(
     deadline = time.monotonic() + timeout
     framer = Framer(rt, request.headers.get("Accept", ""), q.get("includeObject", "Metadata"))
 
+    if rv > objects.store.revision and not (rv == 0 or send_initial):
+        raise errors.timeout(f"Too large resource version: {rv}, current: {objects.store.revision}", 1)
+    if not framer.tables:
+        cached = objects.cache.watcher(rt, namespace, q, initial=rv == 0 or send_initial, end_bookmark=send_initial, name=name)
+        if cached is not None:
+            return await _serve_cached(request, objects.cache, cached, rt, deadline=deadline, bookmarks=bookmarks)
+
     initial: list[Obj] = []  # read before the response starts, so that errors are plain Statuses
     if rv == 0 or send_initial:
         page = objects.list(rt, namespace, match=match, revision=rv if send_initial and rv else 0)
         initial, start = page.items, page.revision + 1
     else:
-        if rv > objects.store.revision:
-            raise errors.timeout(f"Too large resource version: {rv}, current: {objects.store.revision}", 1)
         start = rv + 1
 
     resp = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
@@ -134,6 +153,53 @@ async def serve(
         pass  # the client went away while we were writing
     finally:
         watch.cancel()  # also when the handler is cancelled because the client disconnected
+    return resp
+
+
+async def _serve_cached(
+    request: web.Request,
+    cache: WatchCache,
+    watcher: NativeCacheWatcher,
+    rt: ResourceType,
+    *,
+    deadline: float,
+    bookmarks: bool,
+) -> web.StreamResponse:
+    """Streams what the cache watcher has, as it comes: one write per batch of frames. The
+    stream ends when the watcher does (a client too slow for its buffer re-watches). One timer
+    per watch (deadline, bookmarks) wakes it; waiting for frames costs a future, no timer."""
+    resp = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
+    resp.enable_chunked_encoding()
+    loop = asyncio.get_running_loop()
+    end = loop.time() + (deadline - time.monotonic())
+    next_bookmark = loop.time() + BOOKMARK_EVERY
+    timer = loop.call_at(min(end, next_bookmark), cache.wake, watcher.id)
+    try:
+        await resp.prepare(request)
+        while True:
+            data = watcher.poll(POLL_BYTES)
+            if data is None:
+                return resp
+            if data:
+                await resp.write(data)
+                if len(data) >= POLL_BYTES:
+                    continue  # maybe more pending: poll again before waiting
+            now = loop.time()
+            if now >= end:
+                return resp
+            if now >= next_bookmark:
+                rev = watcher.progress() if bookmarks else None
+                if rev is not None:
+                    await resp.write(bookmark(rt, rev))
+                next_bookmark = now + BOOKMARK_EVERY
+                timer.cancel()
+                timer = loop.call_at(min(end, next_bookmark), cache.wake, watcher.id)
+            await cache.wait(watcher.id)
+    except ConnectionResetError:
+        pass  # the client went away while we were writing
+    finally:
+        timer.cancel()
+        watcher.cancel()  # also when the handler is cancelled because the client disconnected
     return resp
 
 

@@ -1,5 +1,5 @@
 //! kubecore._native: the only crate that depends on pyo3. It converts and delegates; the store's
-//! logic lives in kubecore-store and kubecore-raft.
+//! logic lives in kubecore-store, kubecore-raft and kubecore-watchcache.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -10,6 +10,7 @@ mod requests;
 mod store;
 mod types;
 mod watch;
+mod watchcache;
 
 /// The smallest key greater than every key that starts with `prefix` (b"\0" when none is).
 #[pyfunction]
@@ -22,6 +23,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<store::NativeStore>()?;
     m.add_class::<watch::NativeWatch>()?;
+    m.add_class::<watchcache::NativeWatchCache>()?;
+    m.add_class::<watchcache::NativeResourceCache>()?;
+    m.add_class::<watchcache::NativeCacheWatcher>()?;
     m.add_class::<types::KeyValue>()?;
     m.add_class::<types::PutResult>()?;
     m.add_class::<types::RangeResult>()?;

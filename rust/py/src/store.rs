@@ -22,7 +22,8 @@ use crate::watch::NativeWatch;
 
 #[pyclass(frozen, module = "kubecore._native")]
 pub struct NativeStore {
-    db: Arc<Db>,
+    /// Shared with the watch cache (watchcache.rs), which feeds from this store's watches.
+    pub(crate) db: Arc<Db>,
     completions: Arc<Completions>,
 }
 
