@@ -3,15 +3,23 @@
 Strategic merge patch here covers the common cases: maps merge recursively, `null` deletes,
 lists of objects with a known merge key (containers by name, ports by containerPort, ...) merge
 element by element, `$patch: delete|replace` directives; other lists are replaced. Directive keys
-that only steer ordering (`$setElementOrder/...`, `$retainKeys`) are dropped.
+that only steer ordering (`$setElementOrder/...`, `$retainKeys`) are dropped. The merge keys are
+the per-type facts of kubecore.api.typefacts (shared with server-side apply).
+
+Apply patches (application/apply-patch+yaml) are decoded here (`decode_apply`: YAML or JSON, the
+first document) and merged by kubecore.api.fieldmanager.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
+import yaml
+
 from kubecore.api import errors
+from kubecore.api.typefacts import SMP_MERGE_KEYS
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -20,22 +28,7 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
 
 # Field name -> merge key for lists of objects (upstream's patchMergeKey tags on core types).
-MERGE_KEYS = {
-    "containers": "name",
-    "initContainers": "name",
-    "ephemeralContainers": "name",
-    "env": "name",
-    "volumes": "name",
-    "volumeMounts": "mountPath",
-    "volumeDevices": "devicePath",
-    "imagePullSecrets": "name",
-    "conditions": "type",
-    "hostAliases": "ip",
-    "ownerReferences": "uid",
-    "topologySpreadConstraints": "topologyKey",
-    "resourceClaims": "name",
-    "secrets": "name",
-}
+MERGE_KEYS = SMP_MERGE_KEYS
 PORT_KEYS = {"containerPort", "port"}
 
 
@@ -229,3 +222,52 @@ def json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise errors.bad_request("the patch does not produce an object")
     return doc
+
+
+# ---- apply configurations ------------------------------------------------------------------------
+
+class _ApplyLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """YAML as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings."""
+
+
+_ApplyLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _jsonable(v: Any) -> Any:
+    """YAML data as JSON data: map keys become strings (true/false/null spelled as JSON)."""
+    if isinstance(v, dict):
+        return {_key(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (bytes, bytearray)):
+        return base64.b64encode(v).decode()
+    return v
+
+
+def _key(k: Any) -> str:
+    if isinstance(k, bool):
+        return "true" if k else "false"
+    if k is None:
+        return "null"
+    return str(k)
+
+
+def decode_apply(raw: bytes) -> dict[str, Any]:
+    """An apply patch body (YAML, of which JSON is a subset) as a JSON object; 400 otherwise."""
+    try:
+        docs = yaml.load_all(raw, Loader=_ApplyLoader)
+        doc = next(docs, None)
+    except yaml.YAMLError as e:
+        detail = str(e).replace("\n", " ")
+        raise errors.bad_request(f"error encoding patch: error converting YAML to JSON: yaml: {detail}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        kind = "array" if isinstance(doc, list) else ("string" if isinstance(doc, str) else "number")
+        raise errors.bad_request(
+            f"error decoding patch: json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}")
+    out: dict[str, Any] = _jsonable(doc)
+    return out

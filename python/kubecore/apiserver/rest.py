@@ -16,13 +16,15 @@ from typing import Any, Awaitable, Callable, TypeVar
 import msgspec
 from aiohttp import web
 
-from kubecore.api import defaults, errors, meta, protobuf
+from kubecore.api import defaults, errors, fieldvalidation, meta, protobuf
+from kubecore.api import kinds
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
+from kubecore.apiserver import ownership
 from kubecore.apiserver import patch as patching
 from kubecore.apiserver.binding import bind
 from kubecore.apiserver.allocators import Allocators, PortChange, reconcile_update
-from kubecore.apiserver import deletion, eviction, listoptions, namespaces, scale, table, watch
+from kubecore.apiserver import crstore, customresource, deletion, eviction, listoptions, namespaces, scale, table, watch
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.requestinfo import RequestInfo
 from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, parse_rv
@@ -78,6 +80,7 @@ async def read_json(request: web.Request, *, allowed: tuple[str, ...] = BODY_TYP
         raise errors.request_too_large("the request body is larger than 3 MiB")
     if ct == protobuf.MEDIA_TYPE:
         return protobuf.decode_body(raw)
+    request["raw_body"] = raw  # fieldvalidation looks for duplicate fields in it
     try:
         return _decode_any(raw)
     except msgspec.DecodeError as e:
@@ -131,7 +134,16 @@ class Resources:
         if info.verb in ("list", "watch"):
             listoptions.validate(request.query, watch=info.verb == "watch")
         response: web.StreamResponse = await handler(request, info, rt)
+        for text in request.get("warnings", ()):
+            response.headers.add("Warning", fieldvalidation.warning_header(text))
         return response
+
+    @staticmethod
+    def _check_fields(request: web.Request, rt: ResourceType, body: Obj, verb: str) -> Obj:
+        """fieldValidation of a create/update body: unknown fields dropped, warned about or refused."""
+        mode = fieldvalidation.directive(request.query.get("fieldValidation"), verb)
+        request["warnings"] = fieldvalidation.check_body(rt, body, mode=mode, raw=request.get("raw_body"))
+        return body
 
     def _handler(self, info: RequestInfo) -> Callable[..., Any] | None:
         if info.subresource == "status":
@@ -167,7 +179,7 @@ class Resources:
         obj = self.objects.get(rt, info.namespace, info.name)
         if table.wants_table(accept):
             lm = {"resourceVersion": obj["metadata"]["resourceVersion"]}
-            return respond(table.table([obj], list_meta=lm, group=rt.group, kind=rt.kind, include=request.query.get("includeObject", "Metadata")))
+            return respond(table.table([obj], list_meta=lm, group=rt.group, kind=rt.kind, include=request.query.get("includeObject", "Metadata"), rt=rt))
         if table.wants_partial_metadata(accept):
             return respond(table.partial(obj))
         return respond(obj)
@@ -189,6 +201,10 @@ class Resources:
         rv = parse_rv(q.get("resourceVersion"))
         accept = request.headers.get("Accept", "")
         match = self._matcher(request, rt)
+        if not table.wants_table(accept) and not table.wants_partial_metadata(accept):
+            body = self.objects.cache.list_body(rt, info.namespace, q, limit=int(limit))  # None: not servable from it
+            if body is not None:
+                return web.Response(body=body, content_type="application/json")
         if match is MATCH_ALL and not table.wants_table(accept) and not table.wants_partial_metadata(accept):
             return self._list_raw(request, info, rt, limit=int(limit), rv=rv)
         page = self.objects.list(
@@ -201,14 +217,15 @@ class Resources:
         )
         list_meta = _list_meta(page.revision, page.continue_token, page.remaining)
         if table.wants_table(accept):
-            return respond(table.table(page.items, list_meta=list_meta, group=rt.group, kind=rt.kind, include=q.get("includeObject", "Metadata")))
+            return respond(table.table(page.items, list_meta=list_meta, group=rt.group, kind=rt.kind, include=q.get("includeObject", "Metadata"), rt=rt))
         if table.wants_partial_metadata(accept):
             items = [table.partial(o) for o in page.items]
             return respond({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "items": items})
         return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": list_meta, "items": page.items})
 
     def _list_raw(self, request: web.Request, info: RequestInfo, rt: ResourceType, *, limit: int, rv: int) -> web.Response:
-        """A list answered from stored bytes: items are joined, never decoded."""
+        """A list answered from the store's bytes (when the watch cache could not answer it):
+        items are joined, never decoded."""
         q = request.query
         page = self.objects.list_raw(rt, info.namespace, limit=limit, continue_token=q.get("continue", ""),
                                      revision=rv if q.get("resourceVersionMatch") == "Exact" else 0)
@@ -218,11 +235,11 @@ class Resources:
         return web.Response(body=body, content_type="application/json")
 
     async def watch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
-        match = self._matcher(request, rt)
+        match = crstore.reading(rt, self._matcher(request, rt))  # custom resources: rewritten per version
         if info.name:  # /.../pods/x?watch=1 (deprecated form): a field selector on the name
             inner = match
             match = lambda o: (o.get("metadata") or {}).get("name") == info.name and inner(o)  # noqa: E731
-        return await watch.serve(request, self.objects, rt, info.namespace, match)
+        return await watch.serve(request, self.objects, rt, info.namespace, match, name=info.name)
 
     # ---- writes ------------------------------------------------------------------------------
 
@@ -238,11 +255,20 @@ class Resources:
         return bool(values)
 
     async def create(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        body = defaults.apply_defaults(rt.group, rt.kind, _body_obj(await read_json(request)))
+        body = defaults.apply_defaults(rt.group, rt.kind, self._check_fields(request, rt, _body_obj(await read_json(request)), "create"))
+        body = customresource.decode(request, rt, body, "create")
+        return await self._create(request, info, rt, body)
+
+    async def _create(self, request: web.Request, info: RequestInfo, rt: ResourceType, body: Obj) -> web.Response:
+        """Creates a decoded, defaulted body (a POST, or an apply to an object that does not exist)."""
         generated = not (body.get("metadata") or {}).get("name")
         obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
+        if errs := kinds.validate_create(rt, obj):
+            raise errors.invalid(rt, obj["metadata"].get("name") or "", errs)
+        ownership.track_create(request, rt, obj)
         if namespaces.is_namespace(rt):
             namespaces.prepare_create(obj)
+        customresource.validate_create(rt, obj)
         await self.admission.admit_create(rt, obj)
         dry = self._dry_run(request)
         if not self._is_service(rt):
@@ -314,8 +340,12 @@ class Resources:
         if not info.subresource:
             defaults.apply_defaults(rt.group, rt.kind, new)
         merged = meta.prepare_update(rt, old, new, subresource=info.subresource, name=info.name)
+        if not info.subresource and (errs := kinds.validate_update(rt, merged, old)):
+            raise errors.invalid(rt, info.name, errs)
+        ownership.track_update(request, rt, info.subresource, old, merged)
         if namespaces.is_namespace(rt):
             namespaces.prepare_update(old, merged, subresource=info.subresource)
+        customresource.validate_update(rt, merged, old, subresource=info.subresource)
         dry = self._dry_run(request)
         await self.admission.admit_update(rt, merged, old)
         change = reconcile_update(self.allocators, old, merged) if self._is_service(rt) and not info.subresource else None
@@ -348,7 +378,8 @@ class Resources:
         return stored
 
     async def update(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        body = _body_obj(await read_json(request))
+        body = self._check_fields(request, rt, _body_obj(await read_json(request)), "update")
+        body = customresource.decode(request, rt, body, "update")
         self._check_name(info, body)
         unconditional = not parse_rv(body["metadata"].get("resourceVersion"))
         for _ in range(CONFLICT_RETRIES):  # an update without a resourceVersion retries on a concurrent write
@@ -366,7 +397,8 @@ class Resources:
         raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
 
     async def update_status(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
-        body = _body_obj(await read_json(request))
+        body = self._check_fields(request, rt, _body_obj(await read_json(request)), "update")
+        body = customresource.decode(request, rt, body, "update")
         self._check_name(info, body)
         old = self.objects.get(rt, info.namespace, info.name)
         new = copy.deepcopy(old)
@@ -377,15 +409,20 @@ class Resources:
     async def patch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         ct = request.content_type
         if ct == patching.APPLY_PATCH:
-            raise errors.unsupported_media_type(ct)
+            return await self._apply(request, info, rt)
         body = await read_json(request, allowed=patching.PATCH_TYPES)
         keep_rv = patching.mentions_resource_version(ct, body)
+        mode = fieldvalidation.directive(request.query.get("fieldValidation"), "patch")
         for _ in range(CONFLICT_RETRIES):  # a patch without a resourceVersion retries on a concurrent write
             old = self.objects.get(rt, info.namespace, info.name)
             base = copy.deepcopy(old)
             if not keep_rv:
                 base["metadata"].pop("resourceVersion", None)
             new = patching.apply_patch(ct, base, body)
+            request["warnings"] = fieldvalidation.check_patched(
+                rt, new, mode=mode, patch=body, raw=None if ct == patching.JSON_PATCH else request.get("raw_body"),
+                strategic=ct == patching.STRATEGIC_MERGE_PATCH)
+            customresource.decode(request, rt, new, "patch", patch=body)
             self._check_name(info, new)
             if info.subresource == "status":
                 status, rv = new.get("status"), (new.get("metadata") or {}).get("resourceVersion")
@@ -402,6 +439,39 @@ class Resources:
                 return await self._write(request, info, rt, old, new)
             except errors.StatusError as e:
                 if e.code != 409 or new.get("metadata", {}).get("resourceVersion"):
+                    raise
+        raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
+
+    async def _apply(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+        """Server-side apply (kubecore.apiserver.ownership): merges the configuration into the
+        live object, or creates the object when there is none (201)."""
+        config = await ownership.read_apply(request, max_body=MAX_BODY)
+        precondition = patching.mentions_resource_version(patching.APPLY_PATCH, config)
+        for _ in range(CONFLICT_RETRIES):  # without a resourceVersion a concurrent write only means: again
+            try:
+                old = self.objects.get(rt, info.namespace, info.name)
+            except errors.StatusError as e:
+                if e.code != 404 or info.subresource:
+                    raise
+                obj = ownership.apply(request, rt, "", None, config)
+                self._check_name(info, obj)
+                obj = customresource.decode(request, rt, defaults.apply_defaults(rt.group, rt.kind, obj), "patch", patch=config)
+                try:
+                    return await self._create(request, info, rt, obj)
+                except errors.StatusError as e:
+                    if e.reason != "AlreadyExists" or precondition:
+                        raise
+                    continue
+            base = copy.deepcopy(old)
+            if not precondition:
+                base["metadata"].pop("resourceVersion", None)
+            new = ownership.apply(request, rt, info.subresource, base, config)
+            self._check_name(info, new)
+            customresource.decode(request, rt, new, "patch", patch=config)
+            try:
+                return await self._write(request, info, rt, old, new)
+            except errors.StatusError as e:
+                if e.code != 409 or precondition:
                     raise
         raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
 
@@ -428,6 +498,8 @@ class Resources:
         now = dt.datetime.now(dt.timezone.utc)
         if namespaces.is_namespace(rt):
             outcome = namespaces.plan_delete(rt, old, opts, now=now)
+        elif customresource.is_crd(rt):
+            outcome = customresource.plan_crd_delete(rt, old, opts, now=now)
         else:
             outcome = deletion.plan(rt, old, opts, now=now)
         if outcome.action == "pending" or dry:

@@ -1,0 +1,466 @@
+"""Field sets and metadata.managedFields, in upstream's encoding (structured-merge-diff fieldpath).
+
+A *field set* is a set of paths; a path is a tuple of path elements:
+
+    ("f", "data")                          a field of a map or struct          f:data
+    ("k", '{"name":"main"}')               an item of an associative list      k:{"name":"main"}
+    ("v", '"example.com/x"')               an item of a set list               v:"example.com/x"
+    ("i", 3)                               a list index (only read, never produced)
+
+Key and value elements keep their JSON text (keys sorted, Go's escaping), so equal items are
+equal tuples. A set holds its *members*; a path whose descendants are also members is written
+with a ``.`` entry in FieldsV1. Worked example (a configmap created with data a=1, then the
+label app=x added by another request):
+
+    {"f:data": {".": {}, "f:a": {}}}          # "data" was added as a whole, and its key a
+    {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}
+
+``field_set`` is upstream's ToFieldSet (what an applied configuration claims), ``compare`` is
+typed.Compare (what an update added, modified, removed). The entries of metadata.managedFields
+that hold these sets are kubecore.api.managedentries.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from kubecore.api.errors import encode_go_json, go_quote
+from kubecore.api.typefacts import KEY_DEFAULTS, ListType, TypeFacts
+
+__all__ = [
+    "ABSENT", "PE", "Path", "FieldPathError", "canon", "item_element", "path_string", "to_fields_v1",
+    "from_fields_v1", "iterate", "ensure_named_fields", "filter_paths", "field_set", "Comparison",
+    "compare",
+]
+
+PE = tuple[str, Any]
+Path = tuple[PE, ...]
+_decode = msgspec.json.decode
+
+
+class _Absent:
+    """A field that is not there (as opposed to a field whose value is null)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+class FieldPathError(ValueError):
+    """An object that cannot be turned into field paths (a keyed list item without its key)."""
+
+
+# ---- path elements ------------------------------------------------------------------------------
+
+def _sorted_json(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _sorted_json(v[k]) for k in sorted(v)}
+    if isinstance(v, list):
+        return [_sorted_json(x) for x in v]
+    return v
+
+
+def canon(v: Any) -> str:
+    """The JSON text upstream writes for a key or set value (sorted keys, Go escaping)."""
+    return encode_go_json(_sorted_json(v)).decode()
+
+
+def item_element(item: Any, lt: ListType, names: tuple[str, ...]) -> PE:
+    """The path element of one item of a set or associative list."""
+    if lt.relationship == "set":
+        return ("v", canon(item))
+    if not isinstance(item, dict):
+        raise FieldPathError(f".{'.'.join(names)}: associative list with keys has an element that is not a map")
+    key: dict[str, Any] = {}
+    for k in lt.keys:
+        v = item.get(k)
+        if v is None and k in item:
+            raise FieldPathError(f".{'.'.join(names)}: key field {go_quote(k)} cannot be null")
+        if v is None:
+            if k not in KEY_DEFAULTS:
+                raise FieldPathError(
+                    f".{'.'.join(names)}: associative list with keys has an element that omits key field "
+                    f"{go_quote(k)} (and doesn't have default value)")
+            v = KEY_DEFAULTS[k]
+        key[k] = v
+    return ("k", canon(key))
+
+
+def _value_key(v: Any) -> tuple[Any, ...]:
+    """value.Compare's total order: numbers, strings, bools, lists, maps, null."""
+    if isinstance(v, bool):
+        return (2, v)
+    if isinstance(v, (int, float)):
+        return (0, v)
+    if isinstance(v, str):
+        return (1, v)
+    if isinstance(v, list):
+        return (3, tuple(_value_key(x) for x in v))
+    if isinstance(v, dict):
+        return (4, tuple((k, _value_key(v[k])) for k in sorted(v)))
+    return (5,)
+
+
+@functools.lru_cache(maxsize=8192)
+def _pe_key(pe: PE) -> tuple[Any, ...]:
+    kind, raw = pe
+    if kind == "f":
+        return (0, raw)
+    if kind == "k":
+        fields = _decode(raw)
+        return (1, tuple((k, _value_key(fields[k])) for k in sorted(fields)))
+    if kind == "v":
+        return (2, _value_key(_decode(raw)))
+    return (3, raw)
+
+
+def _to_string(v: Any) -> str:
+    """value.ToString: strings quoted as Go's %q."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return go_quote(v)
+    if isinstance(v, list):
+        return "[" + ",".join(_to_string(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "".join(f"{k}={_to_string(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _pe_string(pe: PE) -> str:
+    kind, raw = pe
+    if kind == "f":
+        return "." + str(raw)
+    if kind == "k":
+        fields = _decode(raw)
+        return "[" + ",".join(f"{k}={_to_string(fields[k])}" for k in sorted(fields)) + "]"
+    if kind == "v":
+        return f"[={_to_string(_decode(raw))}]"
+    return f"[{raw}]"
+
+
+def path_string(path: Path) -> str:
+    """fieldpath.Path.String(): ``.spec.containers[name="main"].image``."""
+    return "".join(_pe_string(pe) for pe in path)
+
+
+def _serialize_pe(pe: PE) -> str:
+    kind, raw = pe
+    return f"{kind}:{raw}"
+
+
+def _parse_pe(s: str) -> PE | None:
+    """A FieldsV1 key; None for an unknown element type (skipped, as upstream does)."""
+    if len(s) < 2 or s[1] != ":":
+        raise ValueError(f"missing colon: {s}")
+    kind, raw = s[0], s[2:]
+    if kind == "f":
+        return ("f", raw)
+    if kind in ("k", "v"):
+        try:
+            value = _decode(raw)
+        except msgspec.DecodeError as e:
+            raise ValueError(f"parsing key as path element: {e}") from None
+        if kind == "k" and not isinstance(value, dict):
+            raise ValueError(f"parsing key as path element: {s} is not an object")
+        return (kind, canon(value))
+    if kind == "i":
+        if not raw.lstrip("-").isdigit():
+            raise ValueError(f"parsing key as path element: invalid index {raw!r}")
+        return ("i", int(raw))
+    return None
+
+
+# ---- sets as trees: FieldsV1, iteration order ----------------------------------------------------
+
+_Tree = dict[PE, list[Any]]  # element -> [is_member, children tree]
+
+
+def _tree(paths: Iterable[Path]) -> _Tree:
+    root: _Tree = {}
+    for p in paths:
+        node = root
+        for pe in p[:-1]:
+            entry = node.get(pe)
+            if entry is None:
+                entry = node[pe] = [False, {}]
+            node = entry[1]
+        last = node.get(p[-1])
+        if last is None:
+            node[p[-1]] = [True, {}]
+        else:
+            last[0] = True
+    return root
+
+
+def _emit(tree: _Tree, include_self: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {".": {}} if include_self and tree else {}
+    for pe in sorted(tree, key=_pe_key) if len(tree) > 1 else tree:
+        member, children = tree[pe]
+        out[f"{pe[0]}:{pe[1]}"] = _emit(children, member) if children else {}
+    return out
+
+
+def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
+    """The FieldsV1 object of a set (upstream's Set.ToJSON, same key order)."""
+    return _emit(_tree(paths), False)
+
+
+def from_fields_v1(raw: Any) -> set[Path]:
+    """Parses a FieldsV1 object; raises ValueError when it is malformed."""
+    if not isinstance(raw, dict):
+        raise ValueError("FieldsV1 must be a JSON object")
+    out: set[Path] = set()
+    _read(raw, (), out)
+    return out
+
+
+def _read(node: dict[str, Any], prefix: Path, out: set[Path]) -> bool:
+    """Adds the members under `prefix`; returns whether `prefix` itself is a member."""
+    member = not node
+    for k, v in node.items():
+        if k == ".":
+            member = True
+            continue
+        pe = _parse_pe(k)
+        if pe is None:
+            continue
+        if not isinstance(v, dict):
+            raise ValueError(f"FieldsV1 entry {k!r} must be an object")
+        if _read(v, prefix + (pe,), out):
+            out.add(prefix + (pe,))
+    return member
+
+
+def iterate(paths: Iterable[Path]) -> list[Path]:
+    """Set.Iterate order: at each level the members (sorted), then each child's subtree."""
+    out: list[Path] = []
+
+    def walk(tree: _Tree, prefix: Path) -> None:
+        order = sorted(tree, key=_pe_key)
+        out.extend(prefix + (pe,) for pe in order if tree[pe][0])
+        for pe in order:
+            if tree[pe][1]:
+                walk(tree[pe][1], prefix + (pe,))
+
+    walk(_tree(paths), ())
+    return out
+
+
+def ensure_named_fields(paths: Iterable[Path]) -> set[Path]:
+    """Set.EnsureNamedFieldsAreMembers: every field on the way to a member is a member too."""
+    out = set(paths)
+    for p in list(out):
+        for i in range(1, len(p)):
+            if p[i - 1][0] == "f":
+                out.add(p[:i])
+    return out
+
+
+def filter_paths(paths: Iterable[Path], skip: frozenset[str]) -> set[Path]:
+    """The paths outside the top-level fields `skip` (reset fields: status on a main resource)."""
+    if not skip:
+        return set(paths)
+    return {p for p in paths if not p or p[0][1] not in skip}
+
+
+def _without(obj: Any, skip: frozenset[str]) -> Any:
+    if not skip or not isinstance(obj, dict):
+        return obj
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+# ---- ToFieldSet ------------------------------------------------------------------------------------
+
+def field_set(obj: Any, facts: TypeFacts, *, skip: frozenset[str] = frozenset()) -> set[Path]:
+    """The fields an object (an applied configuration) sets: leaves, list items, empty maps,
+    nulls; nothing under the top-level fields `skip`."""
+    out: set[Path] = set()
+    if isinstance(obj, dict):
+        _fs_map(_without(obj, skip), (), (), facts, out)
+    return out
+
+
+def _fs_node(v: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, out: set[Path]) -> None:
+    if isinstance(v, dict):
+        if facts.atomic_map(names):
+            out.add(path)
+        else:
+            _fs_map(v, path, names, facts, out)
+    elif isinstance(v, list):
+        lt = facts.list_type(names)
+        if lt.atomic:
+            out.add(path)
+        else:
+            _fs_list(v, lt, path, names, facts, out)
+    else:
+        out.add(path)
+
+
+def _fs_map(m: dict[str, Any], path: Path, names: tuple[str, ...], facts: TypeFacts, out: set[Path]) -> None:
+    for k, v in m.items():
+        p = path + (("f", k),)
+        _fs_node(v, p, names + (k,), facts, out)
+        if v is None or (isinstance(v, dict) and not v):
+            out.add(p)
+
+
+def _fs_list(items: list[Any], lt: ListType, path: Path, names: tuple[str, ...], facts: TypeFacts,
+             out: set[Path]) -> None:
+    pes = [item_element(item, lt, names) for item in items]
+    seen: set[PE] = set()
+    dups: set[PE] = set()
+    for pe in pes:
+        (dups if pe in seen else seen).add(pe)
+    for pe in dups:
+        out.add(path + (pe,))
+    for pe, item in zip(pes, items):
+        if pe in dups:
+            continue
+        p = path + (pe,)
+        if not lt.atomic_items:
+            _fs_node(item, p, names, facts, out)
+        out.add(p)
+
+
+# ---- Compare ---------------------------------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    added: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+
+
+
+def compare(lhs: Any, rhs: Any, facts: TypeFacts, *, skip: frozenset[str] = frozenset()) -> Comparison:
+    """What changed from `lhs` to `rhs` (typed.Compare): containers that appear or disappear as a
+    whole are reported themselves, as well as every leaf under them. Top-level fields in `skip`
+    are not compared (upstream's ExcludeFields of reset fields)."""
+    c = Comparison()
+    _cmp_value(_without(lhs, skip), _without(rhs, skip), (), (), facts, c)
+    return c
+
+
+def _is(v: Any, kind: type) -> bool:
+    return v is ABSENT or v is None or isinstance(v, kind)
+
+
+def _empty(v: Any) -> bool:
+    return v is ABSENT or v is None or not v
+
+
+def _equal(a: Any, b: Any) -> bool:
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
+
+
+def _leaf(lhs: Any, rhs: Any, path: Path, c: Comparison) -> bool:
+    if lhs is ABSENT:
+        c.added.add(path)
+    elif rhs is ABSENT:
+        c.removed.add(path)
+    elif not _equal(lhs, rhs):
+        c.modified.add(path)
+    return True
+
+
+def _whole(v: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, out: set[Path]) -> None:
+    """A subtree that appeared (or disappeared) entirely: every node of it is in `out`."""
+    out.add(path)
+    if isinstance(v, dict) and v and not facts.atomic_map(names):
+        for k, x in v.items():
+            _whole(x, path + (("f", k),), names + (k,), facts, out)
+    elif isinstance(v, list) and v:
+        lt = facts.list_type(names)
+        if lt.atomic:
+            return
+        counts: dict[PE, int] = {}
+        pes = [item_element(item, lt, names) for item in v]
+        for pe in pes:
+            counts[pe] = counts.get(pe, 0) + 1
+        for pe, item in zip(pes, v):
+            if counts[pe] > 1 or lt.atomic_items:
+                out.add(path + (pe,))
+            else:
+                _whole(item, path + (pe,), names, facts, out)
+
+
+def _cmp(lhs: Any, rhs: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, c: Comparison) -> None:
+    if lhs is ABSENT:
+        _whole(rhs, path, names, facts, c.added)
+    elif rhs is ABSENT:
+        _whole(lhs, path, names, facts, c.removed)
+    elif not _cmp_value(lhs, rhs, path, names, facts, c):
+        if lhs is ABSENT:
+            c.added.add(path)
+        elif rhs is ABSENT:
+            c.removed.add(path)
+
+
+def _cmp_value(lhs: Any, rhs: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, c: Comparison) -> bool:
+    """Compares one node; True when it was compared as a leaf."""
+    if type(lhs) is type(rhs) and lhs is not ABSENT and lhs == rhs:
+        return True  # equal subtrees (compared in C): nothing added, modified or removed
+    if isinstance(lhs, dict) or isinstance(rhs, dict):
+        if not (_is(lhs, dict) and _is(rhs, dict)) or facts.atomic_map(names) or (_empty(lhs) and _empty(rhs)):
+            return _leaf(lhs, rhs, path, c)
+        lm = lhs if isinstance(lhs, dict) else {}
+        rm = rhs if isinstance(rhs, dict) else {}
+        for k, v in lm.items():
+            _cmp(v, rm.get(k, ABSENT), path + (("f", k),), names + (k,), facts, c)
+        for k, v in rm.items():
+            if k not in lm:
+                _cmp(ABSENT, v, path + (("f", k),), names + (k,), facts, c)
+        return False
+    if isinstance(lhs, list) or isinstance(rhs, list):
+        lt = facts.list_type(names)
+        if not (_is(lhs, list) and _is(rhs, list)) or lt.atomic or (_empty(lhs) and _empty(rhs)):
+            return _leaf(lhs, rhs, path, c)
+        _cmp_list(lhs if isinstance(lhs, list) else [], rhs if isinstance(rhs, list) else [],
+                  lt, path, names, facts, c)
+        return False
+    return _leaf(lhs, rhs, path, c)
+
+
+def _index(items: list[Any], lt: ListType, names: tuple[str, ...], order: list[PE]) -> dict[PE, list[Any]]:
+    out: dict[PE, list[Any]] = {}
+    for item in items:
+        pe = item_element(item, lt, names)
+        if pe not in out:
+            out[pe] = []
+            order.append(pe)
+        out[pe].append(item)
+    return out
+
+
+def _cmp_list(lhs: list[Any], rhs: list[Any], lt: ListType, path: Path, names: tuple[str, ...],
+              facts: TypeFacts, c: Comparison) -> None:
+    order: list[PE] = []
+    lv = _index(lhs, lt, names, order)
+    rv = _index(rhs, lt, names, order)
+    item = (lambda a, b, p: _leaf(a, b, p, c)) if lt.atomic_items else (
+        lambda a, b, p: _cmp(a, b, p, names, facts, c))
+    for pe in dict.fromkeys(order):
+        ll, rl, p = lv.get(pe, []), rv.get(pe, []), path + (pe,)
+        if len(ll) <= 1 and len(rl) <= 1:
+            item(ll[0] if ll else ABSENT, rl[0] if rl else ABSENT, p)
+        elif len(ll) >= 2 and len(rl) >= 2:
+            if ll != rl:
+                c.modified.add(p)
+        elif len(ll) >= 2:
+            if rl:
+                item(ABSENT, rl[0], p)
+            c.removed.add(p)
+        else:
+            if ll:
+                item(ll[0], ABSENT, p)
+            c.added.add(p)
