@@ -20,11 +20,11 @@ Clocks are injected: ``now`` is the RFC 3339 time written into touched entries.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import msgspec
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.apply import ApplyConflict, Ignore, Managers, Updater
 from kubecore.api.managedentries import (
@@ -51,6 +51,20 @@ def _reset_fields(*, has_status: bool, subresource: str) -> Ignore:
     if has_status and not subresource:
         return frozenset({"status"})
     return frozenset()
+
+
+CREATE_MEMO_SIZE = 1024
+# metadata fields a managedFields entry never covers (managedentries.STRIP): not part of a shape
+_UNOWNED_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName",
+                           "generation", "resourceVersion"})
+
+
+_decode_entries = msgspec.json.Decoder(list[dict[str, Any]]).decode
+
+
+def _shape_key(obj: Obj, meta: Obj) -> bytes:
+    owned = {k: v for k, v in meta.items() if k not in _UNOWNED_META}
+    return msgspec.json.encode({**obj, "metadata": owned})
 
 
 def _without_managed(obj: Obj) -> Obj:
@@ -93,13 +107,36 @@ class FieldManager:
         self.updater = Updater(self.facts, self.api_version,
                                ignored=_reset_fields(has_status=has_status, subresource=subresource))
         self._empty = skeleton(group, kind)  # read only
+        self._create_memo: dict[tuple[str, bytes], bytes] = {}  # see create(): entries as JSON
         self.facts_source: Any = None  # what the facts were read from (a CRD schema), kept alive by the owner
 
     # ---- updates (create, update, non-apply patch) ----------------------------------------------
 
     def create(self, obj: Obj, manager: str, *, now: str) -> Obj:
-        """Records a create: the body's fields against the kind's empty object."""
-        return self.update(self._empty, obj, manager, now=now)
+        """Records a create: the body's fields against the kind's empty object.
+
+        The entry depends only on the manager and on the object without the fields nobody owns
+        (name, uid, timestamps ...), so creates of one shape (a controller's pods from one
+        template, a client's repeated body) reuse the fieldsV1 computed the first time."""
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or "managedFields" in meta:
+            return self.update(self._empty, obj, manager, now=now)
+        key = (manager, _shape_key(obj, meta))
+        encoded = self._create_memo.get(key)
+        if encoded is not None:
+            entries = _decode_entries(encoded)
+            for e in entries:
+                if "time" in e:
+                    e["time"] = now
+            meta["managedFields"] = entries
+            return obj
+        self.update(self._empty, obj, manager, now=now)
+        made = (obj.get("metadata") or {}).get("managedFields")
+        if isinstance(made, list):
+            if len(self._create_memo) >= CREATE_MEMO_SIZE:
+                self._create_memo.clear()
+            self._create_memo[key] = msgspec.json.encode(made)
+        return obj
 
     def update(self, live: Obj, new: Obj, manager: str, *, now: str) -> Obj:
         """Sets new.metadata.managedFields for an Update by `manager` (UpdateNoErrors: an object
@@ -111,7 +148,7 @@ class FieldManager:
         except FieldPathError:
             old = (live.get("metadata") or {}).get("managedFields")
             if old is not None:
-                new["metadata"]["managedFields"] = copy.deepcopy(old)
+                new["metadata"]["managedFields"] = json_copy(old)
             return new
         _set_managed(new, managed)
         return new
@@ -209,7 +246,7 @@ class FieldManager:
         _strip(fields, ident)
         times = dict(managed.times)
         if new is ABSENT:
-            return copy.deepcopy(base), Managed(fields, times)
+            return json_copy(base), Managed(fields, times)
         times[ident] = now
         return new, Managed(fields, times)
 
@@ -275,7 +312,7 @@ def _sorted(v: Any) -> Any:
 def _build_last_applied(config: Obj) -> str:
     """The configuration as the annotation stores it: without the annotation itself, keys
     sorted, Go's escaping, a trailing newline (unstructured JSON encoding)."""
-    cfg = copy.deepcopy(config)
+    cfg = json_copy(config)
     ann = (cfg.get("metadata") or {}).get("annotations")
     if isinstance(ann, dict):
         ann.pop(LAST_APPLIED, None)

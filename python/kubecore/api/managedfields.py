@@ -210,17 +210,43 @@ def _emit(tree: _Tree, include_self: bool) -> dict[str, Any]:
     return out
 
 
+# Both conversions are pure and the same sets come back on every write of an object (each
+# manager's entry is read and written again), so recent results are remembered: a set by its
+# paths, a FieldsV1 object by its JSON bytes. Results are handed out as copies.
+_MEMO_SIZE = 2048
+_to_memo: dict[frozenset[Path], bytes] = {}
+_from_memo: dict[bytes, frozenset[Path]] = {}
+_encode_json = msgspec.json.Encoder().encode
+_decode_json = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= _MEMO_SIZE:
+        memo.clear()
+    memo[key] = value
+
+
 def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     """The FieldsV1 object of a set (upstream's Set.ToJSON, same key order)."""
-    return _emit(_tree(paths), False)
+    key = paths if isinstance(paths, frozenset) else frozenset(paths)
+    raw = _to_memo.get(key)
+    if raw is None:
+        raw = _encode_json(_emit(_tree(key), False))
+        _remember(_to_memo, key, raw)
+    return _decode_json(raw)
 
 
 def from_fields_v1(raw: Any) -> set[Path]:
     """Parses a FieldsV1 object; raises ValueError when it is malformed."""
     if not isinstance(raw, dict):
         raise ValueError("FieldsV1 must be a JSON object")
+    key = _encode_json(raw)
+    known = _from_memo.get(key)
+    if known is not None:
+        return set(known)
     out: set[Path] = set()
     _read(raw, (), out)
+    _remember(_from_memo, key, frozenset(out))
     return out
 
 

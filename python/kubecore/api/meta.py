@@ -12,13 +12,13 @@ unless ``now_rfc3339`` is called.
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api.errors import FieldError, bad_request, invalid
 from kubecore.api.registry import ResourceType
 from kubecore.api.validation import (
@@ -206,7 +206,7 @@ def prepare_create(rt: ResourceType, obj: Any, *, namespace: str | None, now: st
     if "status" in rt.subresources and rt.kind != "Node":
         initial = _INITIAL_STATUS.get((rt.group, rt.kind))
         if initial is not None:
-            obj["status"] = copy.deepcopy(initial)
+            obj["status"] = json_copy(initial)
         else:
             obj.pop("status", None)
     errs = _validate_create_meta(rt, obj, meta)
@@ -234,7 +234,7 @@ def _set_or_drop(meta: dict[str, Any], key: str, value: Any) -> None:
     if value is None:
         meta.pop(key, None)
     else:
-        meta[key] = copy.deepcopy(value)
+        meta[key] = json_copy(value)
 
 
 def prepare_update(rt: ResourceType, old: Mapping[str, Any], new: Any, *, subresource: str = "",
@@ -261,12 +261,12 @@ def prepare_update(rt: ResourceType, old: Mapping[str, Any], new: Any, *, subres
                 del new[key]
         for key, value in old.items():
             if key not in ("metadata", "status", "kind", "apiVersion"):
-                new[key] = copy.deepcopy(value)
+                new[key] = json_copy(value)
         for key in _STATUS_RESET_META:
             _set_or_drop(meta, key, old_meta.get(key))
     elif "status" in rt.subresources:
         if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
+            new["status"] = json_copy(old["status"])
         else:
             new.pop("status", None)
     _set_or_drop(meta, "generation", old_meta.get("generation"))

@@ -5,9 +5,9 @@ upstream's BindingREST: a pod that is already bound or being deleted is a 409 Co
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
 from kubecore.apiserver.storage import ObjectStore
@@ -33,7 +33,7 @@ async def bind(objects: ObjectStore, pods: ResourceType, namespace: str, pod_nam
         if spec.get("nodeName"):
             raise errors.conflict(pods, pod_name, f'pod {pod_name} is already assigned to node "{spec["nodeName"]}"')
         rv = int(meta["resourceVersion"])
-        bound = copy.deepcopy(pod)
+        bound = json_copy(pod)
         bound["spec"]["nodeName"] = node
         annotations = (binding.get("metadata") or {}).get("annotations") or {}
         if annotations:

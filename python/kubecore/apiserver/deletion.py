@@ -24,12 +24,12 @@ naming the object (details.kind is the *resource*, as upstream sets it).
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
 
@@ -239,7 +239,7 @@ def mark_as_deleting(m: Obj, now: dt.datetime) -> None:
 def plan(rt: ResourceType, old: Obj, opts: DeleteOptions, *, now: dt.datetime) -> Outcome:
     """What deleting `old` with `opts` does (old is not modified)."""
     check_preconditions(rt, old, opts)
-    new = copy.deepcopy(old)
+    new = json_copy(old)
     graceful, pending = _graceful(rt, new, opts, now)
     if pending:
         return Outcome("pending", old)

@@ -12,10 +12,10 @@ An unready pod may go without taking a disruption when the budget is healthy any
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.meta import now_rfc3339
 from kubecore.api.registry import Registry, ResourceType
@@ -94,7 +94,7 @@ def _take_disruption(pdb: Obj, pod: Obj) -> Obj | None:
                                "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
     if allowed == 0:
         raise _blocked(f"The disruption budget {name} needs {desired} healthy pods and has {healthy} currently")
-    new = copy.deepcopy(pdb)
+    new = json_copy(pdb)
     st = new.setdefault("status", {})
     st["disruptionsAllowed"] = allowed - 1
     st.setdefault("disruptedPods", {})[pod["metadata"]["name"]] = now_rfc3339()

@@ -12,10 +12,10 @@
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from typing import Any
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.errors import FieldError
 from kubecore.api.registry import ResourceType
@@ -50,7 +50,7 @@ def prepare_update(old: Obj, new: Obj, *, subresource: str) -> None:
     """Keeps what this kind of update may not change (in place on `new`)."""
     if subresource == "finalize":
         if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
+            new["status"] = json_copy(old["status"])
         else:
             new.pop("status", None)
         _validate_finalizers(new)
@@ -60,7 +60,7 @@ def prepare_update(old: Obj, new: Obj, *, subresource: str) -> None:
     if not isinstance(spec, dict):
         spec = new["spec"] = {}
     if old_finalizers is not None:
-        spec["finalizers"] = copy.deepcopy(old_finalizers)
+        spec["finalizers"] = json_copy(old_finalizers)
     else:
         spec.pop("finalizers", None)
     if not spec:
@@ -82,7 +82,7 @@ def plan_delete(rt: ResourceType, old: Obj, opts: DeleteOptions, *, now: dt.date
     deletion.check_preconditions(rt, old, opts)
     m = old["metadata"]
     if not m.get("deletionTimestamp"):
-        new = copy.deepcopy(old)
+        new = json_copy(old)
         nm = new["metadata"]
         nm["deletionTimestamp"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
         new.setdefault("status", {})["phase"] = "Terminating"

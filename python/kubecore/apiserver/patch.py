@@ -13,11 +13,11 @@ first document) and merged by kubecore.api.fieldmanager.
 from __future__ import annotations
 
 import base64
-import copy
 from typing import Any
 
 import yaml
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.typefacts import SMP_MERGE_KEYS
 
@@ -66,7 +66,7 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
 
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
@@ -78,10 +78,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def strategic_merge(target: Any, patch: Any, field: str = "") -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     directive = patch.get("$patch")
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: json_copy(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return None
     result = dict(target) if isinstance(target, dict) else {}
@@ -122,7 +122,7 @@ def _merge_list(field: str, current: list[Any], patch: list[Any]) -> list[Any]:
     if key is None or not all(isinstance(x, dict) for x in current + patch):
         if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
             return [x for x in patch if not (isinstance(x, dict) and "$patch" in x)]
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     out = [dict(x) for x in current]
     index = {x.get(key): i for i, x in enumerate(out)}
     for item in patch:
@@ -136,7 +136,7 @@ def _merge_list(field: str, current: list[Any], patch: list[Any]) -> list[Any]:
             out[index[k]] = strategic_merge(out[index[k]], item, field)
         else:
             index[k] = len(out)
-            out.append(copy.deepcopy(item))
+            out.append(json_copy(item))
     return out
 
 
@@ -198,21 +198,21 @@ def _remove(doc: Any, parts: list[str]) -> Any:
 def json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     if not isinstance(ops, list):
         raise errors.bad_request("a JSON patch must be a list of operations")
-    doc: Any = copy.deepcopy(target)
+    doc: Any = json_copy(target)
     for op in ops:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
             raise errors.bad_request(f"invalid JSON patch operation: {op!r}")
         kind, parts = op["op"], _pointer(str(op["path"]))
         if kind == "add":
-            doc = _add(doc, parts, copy.deepcopy(op.get("value")))
+            doc = _add(doc, parts, json_copy(op.get("value")))
         elif kind == "remove":
             _remove(doc, parts)
         elif kind == "replace":
             _remove(doc, parts)
-            doc = _add(doc, parts, copy.deepcopy(op.get("value")))
+            doc = _add(doc, parts, json_copy(op.get("value")))
         elif kind in ("move", "copy"):
             src = _pointer(str(op.get("from", "")))
-            value = _remove(doc, src) if kind == "move" else copy.deepcopy(_walk(doc, src))
+            value = _remove(doc, src) if kind == "move" else json_copy(_walk(doc, src))
             doc = _add(doc, parts, value)
         elif kind == "test":
             if _walk(doc, parts) != op.get("value"):

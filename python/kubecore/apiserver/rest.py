@@ -8,7 +8,6 @@ an optimistic-concurrency transaction, answer with the object (or a Table / meta
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import datetime as dt
 from typing import Any, Awaitable, Callable, TypeVar
@@ -16,6 +15,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 import msgspec
 from aiohttp import web
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import defaults, errors, fieldvalidation, meta, protobuf
 from kubecore.api import kinds
 from kubecore.api.registry import Registry, ResourceType
@@ -262,7 +262,7 @@ class Resources:
     async def _create(self, request: web.Request, info: RequestInfo, rt: ResourceType, body: Obj) -> web.Response:
         """Creates a decoded, defaulted body (a POST, or an apply to an object that does not exist)."""
         generated = not (body.get("metadata") or {}).get("name")
-        obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=table.now_rfc3339(), uid=meta.new_uid())
+        obj = meta.prepare_create(rt, body, namespace=info.namespace or None, now=meta.now_rfc3339(), uid=meta.new_uid())
         if errs := kinds.validate_create(rt, obj):
             raise errors.invalid(rt, obj["metadata"].get("name") or "", errs)
         ownership.track_create(request, rt, obj)
@@ -384,11 +384,11 @@ class Resources:
         unconditional = not parse_rv(body["metadata"].get("resourceVersion"))
         for _ in range(CONFLICT_RETRIES):  # an update without a resourceVersion retries on a concurrent write
             old = self.objects.get(rt, info.namespace, info.name)
-            new = copy.deepcopy(body)
+            new = json_copy(body)
             if "status" in rt.subresources:
                 new.pop("status", None)
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = json_copy(old["status"])
             try:
                 return await self._write(request, info, rt, old, new)
             except errors.StatusError as e:
@@ -401,7 +401,7 @@ class Resources:
         body = customresource.decode(request, rt, body, "update")
         self._check_name(info, body)
         old = self.objects.get(rt, info.namespace, info.name)
-        new = copy.deepcopy(old)
+        new = json_copy(old)
         new["status"] = body.get("status")
         new["metadata"]["resourceVersion"] = body["metadata"].get("resourceVersion", "")
         return await self._write(request, info, rt, old, new)
@@ -415,7 +415,7 @@ class Resources:
         mode = fieldvalidation.directive(request.query.get("fieldValidation"), "patch")
         for _ in range(CONFLICT_RETRIES):  # a patch without a resourceVersion retries on a concurrent write
             old = self.objects.get(rt, info.namespace, info.name)
-            base = copy.deepcopy(old)
+            base = json_copy(old)
             if not keep_rv:
                 base["metadata"].pop("resourceVersion", None)
             new = patching.apply_patch(ct, base, body)
@@ -426,13 +426,13 @@ class Resources:
             self._check_name(info, new)
             if info.subresource == "status":
                 status, rv = new.get("status"), (new.get("metadata") or {}).get("resourceVersion")
-                new = copy.deepcopy(old)
+                new = json_copy(old)
                 new["status"] = status
                 new["metadata"].pop("resourceVersion", None)
                 if rv:
                     new["metadata"]["resourceVersion"] = rv
             elif "status" in rt.subresources:
-                new["status"] = copy.deepcopy(old.get("status"))
+                new["status"] = json_copy(old.get("status"))
                 if new["status"] is None:
                     new.pop("status")
             try:
@@ -462,7 +462,7 @@ class Resources:
                     if e.reason != "AlreadyExists" or precondition:
                         raise
                     continue
-            base = copy.deepcopy(old)
+            base = json_copy(old)
             if not precondition:
                 base["metadata"].pop("resourceVersion", None)
             new = ownership.apply(request, rt, info.subresource, base, config)
@@ -607,8 +607,8 @@ class Resources:
         body = _body_obj(await read_json(request))
         self._check_name(info, body)
         old = self.objects.get(rt, info.namespace, info.name)
-        new = copy.deepcopy(old)
-        new["spec"] = copy.deepcopy(body.get("spec") or {})
+        new = json_copy(old)
+        new["spec"] = json_copy(body.get("spec") or {})
         new["metadata"]["resourceVersion"] = body["metadata"].get("resourceVersion", "")
         return await self._write(request, info, rt, old, new)
 

@@ -9,9 +9,9 @@ replicas, label selector); built-in kinds are listed here, custom resources carr
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.errors import FieldError
 from kubecore.api.registry import ResourceType
@@ -117,7 +117,7 @@ def apply_scale(rt: ResourceType, parent: Obj, scale: Any) -> Obj:
     if uid and uid != parent["metadata"].get("uid"):
         raise errors.conflict(rt, name, f"Precondition failed: UID in precondition: {uid}, "
                               f"UID in object meta: {parent['metadata'].get('uid', '')}")
-    new = copy.deepcopy(parent)
+    new = json_copy(parent)
     set_path(new, (paths(rt) or _REPLICATED)[0], replicas)
     new["metadata"].pop("resourceVersion", None)
     if sm.get("resourceVersion"):

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from kubecore.api import errors
 from kubecore.api.errors import FieldError
 from kubecore.api.kinds import apps, batch, cluster, config, networking, pods, policy, service, storage
@@ -91,10 +93,30 @@ def validate_create(rt: ResourceType, obj: Obj) -> list[FieldError]:
         return []
     if key == ("batch", "Job"):
         batch.generate_selector(obj)
+    memo_key = _pod_memo_key(key, obj)
+    if memo_key is not None and memo_key in _POD_CREATE_MEMO:
+        return list(_POD_CREATE_MEMO[memo_key])
     try:
-        return fn(obj)
+        errs = fn(obj)
     except DecodeError as e:
         raise _decode_error(rt, e) from None
+    if memo_key is not None:
+        if len(_POD_CREATE_MEMO) >= POD_MEMO_SIZE:
+            _POD_CREATE_MEMO.clear()
+        _POD_CREATE_MEMO[memo_key] = tuple(errs)
+    return errs
+
+
+# Pod create validation reads only the spec (metadata is meta.py's): pods of one template (a
+# controller's, a benchmark's) are validated once. FieldErrors are never changed once made: shared safely.
+POD_MEMO_SIZE = 1024
+_POD_CREATE_MEMO: dict[bytes, tuple[FieldError, ...]] = {}
+
+
+def _pod_memo_key(key: tuple[str, str], obj: Obj) -> bytes | None:
+    if key != ("", "Pod"):
+        return None
+    return msgspec.json.encode(obj.get("spec"))
 
 
 def validate_update(rt: ResourceType, new: Obj, old: Obj) -> list[FieldError]:

@@ -10,11 +10,11 @@ names the changed fields in JSON rather than as Go's cmp.Diff of core.PodSpec.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import msgspec
 
+from kubecore.api.jsoncopy import json_copy
 from kubecore.api.errors import FieldError
 from kubecore.api.kinds.common import Errs, Obj, lst, m, nonneg, num, s, template_matches
 from kubecore.api.kinds.podspec import MAX_INT32, pod_spec, pod_template, tolerations
@@ -53,6 +53,8 @@ def _pod_spec_and_images(spec: Obj) -> Errs:
 def pod_update(new: Obj, old: Obj) -> Errs:
     """ValidatePodUpdate."""
     spec, old_spec = m(new, "spec"), m(old, "spec")
+    if spec == old_spec:
+        return []  # the stored spec passed these rules already (metadata/status writes: the common case)
     errs = _pod_spec_and_images(spec)
     for key in ("containers", "initContainers"):
         if len(lst(spec, key)) != len(lst(old_spec, key)):
@@ -98,7 +100,7 @@ def _only_added_tolerations(new: list[Any], old: list[Any]) -> Errs:
 
 def _munge(spec: Obj, old_spec: Obj) -> Obj:
     """The new spec with the mutable fields set back to the old values."""
-    munged = copy.deepcopy(spec)
+    munged = json_copy(spec)
     for key in ("containers", "initContainers"):
         for c, oc in zip(lst(munged, key), lst(old_spec, key)):
             if isinstance(c, dict) and isinstance(oc, dict):
@@ -107,7 +109,7 @@ def _munge(spec: Obj, old_spec: Obj) -> Obj:
                     c.pop("image", None)
     for key in ("activeDeadlineSeconds", "tolerations", "schedulingGates"):
         if key in old_spec:
-            munged[key] = copy.deepcopy(old_spec[key])
+            munged[key] = json_copy(old_spec[key])
         else:
             munged.pop(key, None)
     old_grace = num(old_spec, "terminationGracePeriodSeconds")
