@@ -166,3 +166,15 @@ def test_list_options_are_validated(server: Server, namespace: str) -> None:
     token = page["metadata"]["continue"]
     status, body = server.http("GET", f"{base}?limit=1&continue={token}&resourceVersion=5")
     assert status == 400 and body["message"] == "specifying resource version is not allowed when using continue"
+
+
+def test_a_large_list_is_streamed_whole(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    blob = "x" * 900_000  # five of them: a LIST body over the 4 MiB streaming threshold
+    for i in range(5):
+        assert server.http("POST", base, {**cm(f"big{i}"), "data": {"blob": blob}})[0] == 201
+    for path in (base, base + "?resourceVersionMatch=Exact&resourceVersion=" +
+                 server.http("GET", base)[1]["metadata"]["resourceVersion"]):  # cache, then store path
+        status, body = server.http("GET", path, timeout=30)
+        assert status == 200 and len(body["items"]) == 5
+        assert all(i["data"]["blob"] == blob for i in body["items"])

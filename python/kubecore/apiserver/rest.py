@@ -61,6 +61,24 @@ def respond(obj: Any, status: int = 200) -> web.Response:
     return web.Response(body=_encode(obj), status=status, content_type="application/json")
 
 
+STREAM_CHUNK = 1 << 22  # bodies above this go out in chunks of this size
+
+
+async def send_body(request: web.Request, body: bytes) -> web.StreamResponse:
+    """A JSON response; a large one (a big LIST) is written in slices of the same bytes, so the
+    headers leave at once and no copy of the whole body is made on the way to the socket."""
+    if len(body) <= STREAM_CHUNK:
+        return web.Response(body=body, content_type="application/json")
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    resp.content_length = len(body)
+    await resp.prepare(request)
+    view = memoryview(body)
+    for at in range(0, len(body), STREAM_CHUNK):
+        await resp.write(view[at:at + STREAM_CHUNK])
+    await resp.write_eof()
+    return resp
+
+
 BODY_TYPES = ("application/json", protobuf.MEDIA_TYPE)
 
 
@@ -193,7 +211,7 @@ class Resources:
             object_fields(rt, obj)
         )
 
-    async def list(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
+    async def list(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
         q = request.query
         limit = q.get("limit", "0")
         if not limit.isdigit():
@@ -204,9 +222,9 @@ class Resources:
         if not table.wants_table(accept) and not table.wants_partial_metadata(accept):
             body = self.objects.cache.list_body(rt, info.namespace, q, limit=int(limit))  # None: not servable from it
             if body is not None:
-                return web.Response(body=body, content_type="application/json")
+                return await send_body(request, body)
         if match is MATCH_ALL and not table.wants_table(accept) and not table.wants_partial_metadata(accept):
-            return self._list_raw(request, info, rt, limit=int(limit), rv=rv)
+            return await send_body(request, self._list_raw(request, info, rt, limit=int(limit), rv=rv))
         page = self.objects.list(
             rt,
             info.namespace,
@@ -223,16 +241,15 @@ class Resources:
             return respond({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "items": items})
         return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": list_meta, "items": page.items})
 
-    def _list_raw(self, request: web.Request, info: RequestInfo, rt: ResourceType, *, limit: int, rv: int) -> web.Response:
-        """A list answered from the store's bytes (when the watch cache could not answer it):
-        items are joined, never decoded."""
+    def _list_raw(self, request: web.Request, info: RequestInfo, rt: ResourceType, *, limit: int, rv: int) -> bytes:
+        """The body of a list answered from the store's bytes (when the watch cache could not
+        answer it): items are joined, never decoded."""
         q = request.query
         page = self.objects.list_raw(rt, info.namespace, limit=limit, continue_token=q.get("continue", ""),
                                      revision=rv if q.get("resourceVersionMatch") == "Exact" else 0)
         head = b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode() + b'","metadata":'
         meta = _encode(_list_meta(page.revision, page.continue_token, page.remaining))
-        body = b"".join((head, meta, b',"items":[', b",".join(page.items), b"]}"))
-        return web.Response(body=body, content_type="application/json")
+        return b"".join((head, meta, b',"items":[', b",".join(page.items), b"]}"))
 
     async def watch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
         match = crstore.reading(rt, self._matcher(request, rt))  # custom resources: rewritten per version
