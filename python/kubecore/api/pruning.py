@@ -84,38 +84,39 @@ def _prune(x: Any, s: Schema | None, path: str, unknown: list[str]) -> None:
             unknown.extend(_join(path, k) for k in x)
             x.clear()
             return
-        embedded = bool(s.get("x-kubernetes-embedded-resource"))
-        props = _props(s)
-        for k in list(x):
-            if embedded and k in _META:
-                continue
-            if k in props:
-                _prune(x[k], props[k] if isinstance(props[k], dict) else None, _join(path, k), unknown)
-            elif _has_additional(s):
-                _prune(x[k], _additional(s), _join(path, k), unknown)
-            else:
-                if k not in _META or path:
-                    unknown.append(_join(path, k))
-                del x[k]
+        for k in _prune_known(x, s, path, unknown):
+            if k not in _META or path:
+                unknown.append(_join(path, k))
+            del x[k]
     elif isinstance(x, list):
         items = _items(s)
         for i, v in enumerate(x):
             _prune(v, items, f"{path}[{i}]", unknown)
 
 
+def _prune_known(x: dict[str, Any], s: Schema, path: str, unknown: list[str]) -> list[str]:
+    """Prunes inside the keys of `x` the schema describes; returns the keys it does not describe
+    (an embedded resource's apiVersion/kind/metadata are left alone)."""
+    embedded = bool(s.get("x-kubernetes-embedded-resource"))
+    props = _props(s)
+    rest: list[str] = []
+    for k in list(x):
+        if embedded and k in _META:
+            continue
+        if k in props:
+            _prune(x[k], props[k] if isinstance(props[k], dict) else None, _join(path, k), unknown)
+        elif _has_additional(s):
+            _prune(x[k], _additional(s), _join(path, k), unknown)
+        else:
+            rest.append(k)
+    return rest
+
+
 def _skip_prune(x: Any, s: Schema | None, path: str, unknown: list[str]) -> None:
     if s is None:
         return
     if isinstance(x, dict):
-        embedded = bool(s.get("x-kubernetes-embedded-resource"))
-        props = _props(s)
-        for k in list(x):
-            if embedded and k in _META:
-                continue
-            if k in props:
-                _prune(x[k], props[k] if isinstance(props[k], dict) else None, _join(path, k), unknown)
-            elif _has_additional(s):
-                _prune(x[k], _additional(s), _join(path, k), unknown)
+        _prune_known(x, s, path, unknown)  # unknown keys stay: the schema preserves them
     elif isinstance(x, list):
         for i, v in enumerate(x):
             _skip_prune(v, _items(s), f"{path}[{i}]", unknown)
