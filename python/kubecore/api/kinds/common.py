@@ -148,6 +148,27 @@ def qualified_name(value: str, path: str) -> Errs:
     return [FieldError.invalid(path, value, msg) for msg in is_qualified_name(value)]
 
 
+def exactly_one(obj: Obj, choices: Sequence[tuple[str, str]], path: str, *, what: str,
+                check: Callable[[str, Obj, str], Errs]) -> Errs:
+    """Upstream's "one of these" rule over (key, name in errors) choices: the first one set is
+    checked with `check(key, value, path.key)`; any further one is Forbidden ("may not specify
+    more than 1 <what>"); none is Required ("must specify a <what>")."""
+    errs: Errs = []
+    count = 0
+    for key, err_name in choices:
+        value = obj.get(key)
+        if not isinstance(value, dict):
+            continue
+        if count:
+            errs.append(FieldError.forbidden(f"{path}.{err_name}", f"may not specify more than 1 {what}"))
+            continue
+        count += 1
+        errs.extend(check(key, value, f"{path}.{key}"))
+    if not count:
+        errs.append(FieldError.required(path, f"must specify a {what}"))
+    return errs
+
+
 def immutable(new: Any, old: Any, path: str, render: Callable[[Any], str] | None = None) -> Errs:
     """ValidateImmutableField."""
     if new == old:

@@ -14,8 +14,8 @@ from typing import Any
 from kubecore.api import quantity
 from kubecore.api.errors import FieldError
 from kubecore.api.kinds.common import (
-    Errs, Obj, config_key_msgs, dicts, dns_label, enum, lst, m, nonneg, not_found, num, port_name_msgs, port_num,
-    port_num_or_name, qty, s,
+    Errs, Obj, config_key_msgs, dicts, dns_label, enum, exactly_one, lst, m, nonneg, not_found, num, port_name_msgs,
+    port_num, port_num_or_name, qty, s,
 )
 from kubecore.api.validation import is_dns1123_subdomain, is_qualified_name
 
@@ -352,20 +352,7 @@ def _probe(probe: Obj, kind: str, path: str) -> Errs:
 
 def _handler(h: Obj, path: str) -> Errs:
     """validateHandler: exactly one action."""
-    errs: Errs = []
-    count = 0
-    for kind in HANDLERS:
-        action = h.get(kind)
-        if not isinstance(action, dict):
-            continue
-        if count:
-            errs.append(FieldError.forbidden(f"{path}.{kind}", "may not specify more than 1 handler type"))
-            continue
-        count += 1
-        errs.extend(_action(kind, action, f"{path}.{kind}"))
-    if not count:
-        errs.append(FieldError.required(path, "must specify a handler type"))
-    return errs
+    return exactly_one(h, [(kind, kind) for kind in HANDLERS], path, what="handler type", check=_action)
 
 
 def _action(kind: str, action: Obj, path: str) -> Errs:

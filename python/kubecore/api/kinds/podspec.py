@@ -11,7 +11,7 @@ from typing import Any
 
 from kubecore.api.errors import FieldError
 from kubecore.api.kinds.common import (
-    Errs, Obj, dicts, dns_label, dns_subdomain, enum, invalid_raw, label_selector, lst, m, num, qty,
+    Errs, Obj, dicts, dns_label, dns_subdomain, enum, exactly_one, invalid_raw, label_selector, lst, m, num, qty,
     qualified_name, s, valid_ip,
 )
 from kubecore.api.kinds.containers import containers, init_containers, local_descending_path, no_backsteps
@@ -126,20 +126,7 @@ def volumes(items: list[Any], path: str) -> tuple[set[str], Errs]:
 
 
 def _volume_source(vol: Obj, path: str) -> Errs:
-    errs: Errs = []
-    count = 0
-    for key, err_name in VOLUME_SOURCES:
-        src = vol.get(key)
-        if not isinstance(src, dict):
-            continue
-        if count:
-            errs.append(FieldError.forbidden(f"{path}.{err_name}", "may not specify more than 1 volume type"))
-            continue
-        count += 1
-        errs.extend(_source_rules(key, src, f"{path}.{key}"))
-    if not count:
-        errs.append(FieldError.required(path, "must specify a volume type"))
-    return errs
+    return exactly_one(vol, VOLUME_SOURCES, path, what="volume type", check=_source_rules)
 
 
 def _required(src: Obj, keys: tuple[str, ...], path: str) -> Errs:
