@@ -25,6 +25,7 @@ __all__ = [
     "NativeWatchCache",
     "NativeResourceCache",
     "NativeCacheWatcher",
+    "NativeListBody",
     "KeyValue",
     "PutResult",
     "RangeResult",
@@ -325,6 +326,16 @@ class NativeWatchCache:
         """Stops the feeding thread; every watcher ends. Idempotent."""
 
 @final
+class NativeListBody:
+    """One LIST body handed out in chunks (`next_chunk`); `len(body)` is the whole length."""
+
+    @property
+    def revision(self) -> int: ...
+    def __len__(self) -> int: ...
+    def next_chunk(self, max_bytes: int) -> bytes | None:
+        """The next part of the body (about `max_bytes`, at least one object); None at the end."""
+
+@final
 class NativeResourceCache:
     @property
     def revision(self) -> int:
@@ -351,6 +362,20 @@ class NativeResourceCache:
     ) -> tuple[bytes, int] | None:
         """One LIST page as the whole response body (`head` + list metadata + items), and its
         revision; None when the continue token's snapshot is no longer kept."""
+
+    def list_body(
+        self,
+        prefix: bytes,
+        *,
+        head: bytes,
+        labels: Sequence[_LabelReq] = ...,
+        fields: Sequence[_FieldTerm] = ...,
+        limit: int = 0,
+        continue_revision: int = 0,
+        continue_key: bytes | None = None,
+    ) -> NativeListBody | None:
+        """The same page as `list`, as a body to be taken in chunks (a big LIST goes to the socket
+        while the rest is assembled); None when the continue token's snapshot is no longer kept."""
 
     def watch(
         self,

@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from kubecore._native import NativeCacheWatcher, NativeResourceCache, NativeWatchCache, StoreError
+from kubecore._native import NativeCacheWatcher, NativeListBody, NativeResourceCache, NativeWatchCache, StoreError
 from kubecore.api.registry import ResourceType
 from kubecore.api.selectors import object_fields, parse_field_selector, parse_label_selector
 from kubecore.apiserver.storage import ObjectStore, _decode_continue, parse_rv
@@ -158,8 +158,10 @@ class WatchCache:
             rc = self._caches[key] = ResourceCache(native, rt)
         return rc
 
-    def list_body(self, rt: ResourceType, namespace: str, query: Mapping[str, str], *, limit: int) -> bytes | None:
-        """A LIST response body served from the cache, or None: take the store path."""
+    def list_body(self, rt: ResourceType, namespace: str, query: Mapping[str, str], *,
+                  limit: int) -> NativeListBody | None:
+        """A LIST response body served from the cache (taken in chunks), or None: take the store
+        path."""
         if query.get("resourceVersionMatch") == "Exact":
             return None
         rc = self.resource(rt)
@@ -176,9 +178,8 @@ class WatchCache:
                 return None
         except StoreError:
             return None
-        got = rc.native.list(prefix, head=rc.head, labels=sel[0], fields=sel[1], limit=limit,
-                             continue_revision=cont_rev, continue_key=cont_key)
-        return None if got is None else got[0]
+        return rc.native.list_body(prefix, head=rc.head, labels=sel[0], fields=sel[1], limit=limit,
+                                   continue_revision=cont_rev, continue_key=cont_key)
 
     def watcher(
         self, rt: ResourceType, namespace: str, query: Mapping[str, str], *, initial: bool, end_bookmark: bool, name: str = ""

@@ -63,7 +63,7 @@ class _SkipConverting:
     def __init__(self, cache: WatchCache) -> None:
         self._cache = cache
 
-    def list_body(self, rt: ResourceType, *args: Any, **kwargs: Any) -> bytes | None:
+    def list_body(self, rt: ResourceType, *args: Any, **kwargs: Any) -> Any:
         return None if rt.converts else self._cache.list_body(rt, *args, **kwargs)
 
     def watcher(self, rt: ResourceType, *args: Any, **kwargs: Any) -> Any:

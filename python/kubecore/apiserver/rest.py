@@ -16,6 +16,7 @@ import msgspec
 from aiohttp import web
 
 from kubecore.api.jsoncopy import json_copy
+from kubecore._native import NativeListBody
 from kubecore.api import defaults, errors, fieldvalidation, meta, protobuf
 from kubecore.api import kinds
 from kubecore.api.registry import Registry, ResourceType
@@ -75,6 +76,20 @@ async def send_body(request: web.Request, body: bytes) -> web.StreamResponse:
     view = memoryview(body)
     for at in range(0, len(body), STREAM_CHUNK):
         await resp.write(view[at:at + STREAM_CHUNK])
+    await resp.write_eof()
+    return resp
+
+
+async def send_chunks(request: web.Request, body: NativeListBody) -> web.StreamResponse:
+    """A LIST body from the watch cache: a small one in one piece; a large one written chunk by
+    chunk as the cache assembles it (the headers leave at once, the whole body is never held)."""
+    if len(body) <= STREAM_CHUNK:
+        return web.Response(body=body.next_chunk(len(body)) or b"", content_type="application/json")
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    resp.content_length = len(body)
+    await resp.prepare(request)
+    while (chunk := body.next_chunk(STREAM_CHUNK)) is not None:
+        await resp.write(chunk)
     await resp.write_eof()
     return resp
 
@@ -220,9 +235,9 @@ class Resources:
         accept = request.headers.get("Accept", "")
         match = self._matcher(request, rt)
         if not table.wants_table(accept) and not table.wants_partial_metadata(accept):
-            body = self.objects.cache.list_body(rt, info.namespace, q, limit=int(limit))  # None: not servable from it
-            if body is not None:
-                return await send_body(request, body)
+            chunks = self.objects.cache.list_body(rt, info.namespace, q, limit=int(limit))  # None: not servable from it
+            if chunks is not None:
+                return await send_chunks(request, chunks)
         if match is MATCH_ALL and not table.wants_table(accept) and not table.wants_partial_metadata(accept):
             return await send_body(request, self._list_raw(request, info, rt, limit=int(limit), rv=rv))
         page = self.objects.list(

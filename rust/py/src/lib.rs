@@ -26,6 +26,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<watchcache::NativeWatchCache>()?;
     m.add_class::<watchcache::NativeResourceCache>()?;
     m.add_class::<watchcache::NativeCacheWatcher>()?;
+    m.add_class::<watchcache::NativeListBody>()?;
     m.add_class::<types::KeyValue>()?;
     m.add_class::<types::PutResult>()?;
     m.add_class::<types::RangeResult>()?;

@@ -4,14 +4,14 @@
 //! frame joined; watchers with news are announced through an eventfd (completions.rs), so
 //! waiting costs no thread per watcher.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use kubecore_store::error::StoreError;
-use kubecore_watchcache::{End, Feed, Feeder, FieldSpec, Fmt, ListError, ListRequest, Options, Polled, Seg, Spec, Start, WatchError, Watcher};
+use kubecore_watchcache::{End, Feed, Feeder, FieldSpec, Fmt, ListBody, ListError, ListRequest, Options, Polled, Seg, Spec, Start, WatchError, Watcher};
 
 use crate::completions::Completions;
 use crate::errors::to_py;
@@ -145,6 +145,30 @@ impl NativeResourceCache {
         }
     }
 
+    /// The same page as `list`, as a body to be taken in chunks (a big LIST goes to the socket
+    /// while the rest is assembled); None when the continue token's snapshot is no longer kept.
+    #[pyo3(signature = (prefix, *, head, labels=Vec::new(), fields=Vec::new(), limit=0, continue_revision=0, continue_key=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn list_body(
+        &self,
+        py: Python<'_>,
+        prefix: &[u8],
+        head: &[u8],
+        labels: Vec<PyLabelReq>,
+        fields: Vec<PyFieldTerm>,
+        limit: usize,
+        continue_revision: i64,
+        continue_key: Option<Vec<u8>>,
+    ) -> PyResult<Option<NativeListBody>> {
+        let sel = selector(&self.feed, prefix, &labels, &fields)?;
+        let continue_from = continue_key.map(|k| (continue_revision, k));
+        let req = ListRequest { selector: &sel, limit, continue_from, head };
+        match py.detach(|| self.feed.cache.list_body(&req)) {
+            Ok(body) => Ok(Some(NativeListBody { body: Mutex::new(body) })),
+            Err(ListError::SnapshotGone) => Ok(None),
+        }
+    }
+
     /// A watcher: after `start_revision`, or (initial=True) the current objects as ADDED first,
     /// then an initial-events-end BOOKMARK if asked. None when `start_revision` is older than
     /// the ring (`oldest_revision`).
@@ -213,5 +237,30 @@ impl NativeCacheWatcher {
 
     fn cancel(&self) {
         self.feed.cache.cancel(&self.w);
+    }
+}
+
+
+/// One LIST body handed out in chunks (`next_chunk`); `len(body)` is the whole length.
+#[pyclass(module = "kubecore._native")]
+pub struct NativeListBody {
+    body: Mutex<ListBody>,
+}
+
+#[pymethods]
+impl NativeListBody {
+    #[getter]
+    fn revision(&self) -> i64 {
+        self.body.lock().map(|b| b.revision).unwrap_or(0)
+    }
+
+    fn __len__(&self) -> usize {
+        self.body.lock().map(|b| b.len).unwrap_or(0)
+    }
+
+    /// The next part of the body (about `max_bytes`, at least one object); None at the end.
+    fn next_chunk<'py>(&self, py: Python<'py>, max_bytes: usize) -> Option<Bound<'py, PyBytes>> {
+        let chunk = py.detach(|| self.body.lock().ok().and_then(|mut b| b.next_chunk(max_bytes)));
+        chunk.map(|c| PyBytes::new(py, &c))
     }
 }

@@ -97,7 +97,7 @@ impl KeyRange {
     pub fn contains(&self, key: &[u8]) -> bool {
         match self {
             Self::Single(k) => k.as_slice() == key,
-            Self::Range(s, _) => key >= s.as_slice() && self.end().map_or(true, |e| key < e),
+            Self::Range(s, _) => key >= s.as_slice() && self.end().is_none_or(|e| key < e),
         }
     }
 }

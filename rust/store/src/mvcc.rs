@@ -179,7 +179,7 @@ impl Mvcc {
         }
         let mut i = self.log.partition_point(|(r, _)| *r < from);
         while let Some((rev, key)) = self.log.get(i) {
-            if out.len() >= max && self.log.get(i.wrapping_sub(1)).map_or(true, |(p, _)| p != rev) {
+            if out.len() >= max && self.log.get(i.wrapping_sub(1)).is_none_or(|(p, _)| p != rev) {
                 return Ok(*rev);
             }
             if range.contains(key) {

@@ -22,6 +22,6 @@ pub mod watcher;
 pub use cache::{Cache, Change, Item, Options, Spec, Start, WatchError};
 pub use entry::{Entry, FieldSpec, Fmt, Seg};
 pub use feed::{Feed, Feeder};
-pub use list::{ListError, ListPage, ListRequest};
+pub use list::{ListBody, ListError, ListPage, ListRequest};
 pub use selector::Selector;
 pub use watcher::{End, Notify, Polled, Watcher};

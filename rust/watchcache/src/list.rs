@@ -39,9 +39,70 @@ pub enum ListError {
     SnapshotGone,
 }
 
+/// A LIST body handed out in chunks (a big LIST goes to the socket while the rest is being
+/// assembled, and the whole body never sits in memory twice): the head with the list metadata,
+/// then the items, then `]}`. `len` is the whole body's length, known before the first chunk.
+#[derive(Debug)]
+pub struct ListBody {
+    head: Vec<u8>,
+    items: Vec<Arc<Entry>>,
+    /// Items already written; `head` is written with the first chunk.
+    next: usize,
+    started: bool,
+    finished: bool,
+    pub len: usize,
+    pub revision: i64,
+}
+
+impl ListBody {
+    /// The next part of the body, about `max` bytes (always at least one item); None at the end.
+    pub fn next_chunk(&mut self, max: usize) -> Option<Vec<u8>> {
+        if self.finished {
+            return None;
+        }
+        let mut out = Vec::with_capacity(max.min(self.len));
+        self.write(&mut out, max);
+        Some(out)
+    }
+
+    /// Appends up to about `max` bytes of the body to `out`.
+    fn write(&mut self, out: &mut Vec<u8>, max: usize) {
+        if !self.started {
+            out.extend_from_slice(&self.head);
+            self.started = true;
+        }
+        let limit = out.len().saturating_add(max);
+        while self.next < self.items.len() && (out.len() < limit || self.next == 0) {
+            if self.next > 0 {
+                out.push(b',');
+            }
+            let e = &self.items[self.next];
+            e.write_json(out, e.mod_revision);
+            self.next += 1;
+        }
+        if self.next == self.items.len() {
+            out.extend_from_slice(b"]}");
+            self.finished = true;
+        }
+    }
+
+    /// Items on this page.
+    pub fn items(&self) -> usize {
+        self.items.len()
+    }
+}
+
 impl Cache {
     /// One page; see the module docs.
     pub fn list(&self, req: &ListRequest<'_>) -> Result<ListPage, ListError> {
+        let mut body = self.list_body(req)?;
+        let mut out = Vec::with_capacity(body.len);
+        body.write(&mut out, usize::MAX);
+        Ok(ListPage { body: out, revision: body.revision, items: body.items() })
+    }
+
+    /// One page as a body to be taken in chunks (`ListBody::next_chunk`).
+    pub fn list_body(&self, req: &ListRequest<'_>) -> Result<ListBody, ListError> {
         let (objects, revision) = self.view(req.continue_from.as_ref().map(|c| c.0))?;
         let sel = req.selector;
         let start = req.continue_from.as_ref().map_or(sel.prefix.as_slice(), |c| c.1.as_slice());
@@ -69,8 +130,11 @@ impl Cache {
             }
         }
         let remaining = (token.is_some() && sel.is_prefix_only()).then_some(left);
-        let body = body(req.head, revision, token.as_deref(), remaining, &items);
-        Ok(ListPage { body, revision, items: items.len() })
+        let head = head(req.head, revision, token.as_deref(), remaining);
+        let items: Vec<Arc<Entry>> = items.into_iter().cloned().collect();
+        let commas = items.len().saturating_sub(1);
+        let len = head.len() + items.iter().map(|e| e.json_len(e.mod_revision)).sum::<usize>() + commas + 2;
+        Ok(ListBody { head, items, next: 0, started: false, finished: false, len, revision })
     }
 
     /// The objects to list and their revision: current, or a kept snapshot.
@@ -104,9 +168,9 @@ impl Cache {
     }
 }
 
-fn body(head: &[u8], revision: i64, token: Option<&str>, remaining: Option<usize>, items: &[&Arc<Entry>]) -> Vec<u8> {
-    let size: usize = items.iter().map(|e| e.json_len(e.mod_revision) + 1).sum();
-    let mut out = Vec::with_capacity(head.len() + size + 256);
+/// The body up to the first item: `head`, the list metadata, `,"items":[`.
+fn head(head: &[u8], revision: i64, token: Option<&str>, remaining: Option<usize>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(head.len() + 256);
     out.extend_from_slice(head);
     out.extend_from_slice(br#"{"resourceVersion":""#);
     push_decimal(&mut out, revision);
@@ -121,13 +185,6 @@ fn body(head: &[u8], revision: i64, token: Option<&str>, remaining: Option<usize
         }
     }
     out.extend_from_slice(br#"},"items":["#);
-    for (i, e) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        e.write_json(&mut out, e.mod_revision);
-    }
-    out.extend_from_slice(b"]}");
     out
 }
 
@@ -156,6 +213,42 @@ fn base64url(data: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_join_to_the_whole_body() {
+        let mut items = Vec::new();
+        for i in 0..5 {
+            let value = format!(r#"{{"metadata":{{"name":"o{i}"}},"data":"{}"}}"#, "x".repeat(i * 10));
+            items.push(Arc::new(Entry::new(Arc::from(&b"/k"[..]), Arc::from(value.as_bytes()), 10 + i as i64, &[])));
+        }
+        let make = || ListBody {
+            head: head(br#"{"metadata":"#, 14, None, None),
+            items: items.clone(),
+            next: 0,
+            started: false,
+            finished: false,
+            len: 0,
+            revision: 14,
+        };
+        let mut whole = make();
+        let mut all = Vec::new();
+        whole.write(&mut all, usize::MAX);
+        for max in [1, 30, 70, 1000] {
+            let mut b = make();
+            let mut joined = Vec::new();
+            let mut chunks = 0;
+            while let Some(c) = b.next_chunk(max) {
+                assert!(!c.is_empty());
+                joined.extend_from_slice(&c);
+                chunks += 1;
+            }
+            assert_eq!(joined, all, "max {max}");
+            assert!(chunks >= 1 && b.next_chunk(max).is_none());
+        }
+        let mut empty = ListBody { items: Vec::new(), ..make() };
+        assert_eq!(empty.next_chunk(10).unwrap(), br#"{"metadata":{"resourceVersion":"14"},"items":[]}"#.to_vec());
+        assert!(empty.next_chunk(10).is_none());
+    }
 
     #[test]
     fn base64url_without_padding() {
