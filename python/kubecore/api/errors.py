@@ -220,9 +220,10 @@ class StatusError(Exception):
         self.reason = reason
         self.message = message
         self.details = details
+        self.list_meta: dict[str, Any] = {}  # Status.metadata (ListMeta): `continue` of an expired token
 
     def status(self) -> dict[str, Any]:
-        s: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+        s: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": dict(self.list_meta), "status": "Failure"}
         if self.message:
             s["message"] = self.message
         if self.reason:
@@ -309,9 +310,13 @@ def gone(msg: str) -> StatusError:
     return StatusError(410, "Gone", msg)
 
 
-def expired(msg: str) -> StatusError:
-    """NewResourceExpired (reason Expired): what LIST/WATCH return for a compacted resourceVersion."""
-    return StatusError(410, "Expired", msg)
+def expired(msg: str, *, continue_token: str = "") -> StatusError:
+    """NewResourceExpired (reason Expired): what LIST/WATCH return for a compacted resourceVersion;
+    for an expired continue token, `continue_token` continues the list at the latest revision."""
+    e = StatusError(410, "Expired", msg)
+    if continue_token:
+        e.list_meta["continue"] = continue_token
+    return e
 
 
 def method_not_allowed(gr: GroupResource, action: str) -> StatusError:

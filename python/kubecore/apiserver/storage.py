@@ -87,12 +87,16 @@ def _encode_continue(revision: int, start: bytes, prefix: bytes) -> str:
     return base64.urlsafe_b64encode(_encode(body)).decode().rstrip("=")
 
 
+LATEST = -1  # a continue token's rv for "continue at the latest revision" (handed out with a 410)
+
+
 def _decode_continue(token: str) -> tuple[int, str]:
+    """(revision, start key relative to the prefix); revision LATEST: the current one."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         body = _decode(raw)
         rv, start = int(body["rv"]), str(body["start"])
-        if body.get("v") != "meta.k8s.io/v1" or rv <= 0:
+        if body.get("v") != "meta.k8s.io/v1" or (rv <= 0 and rv != LATEST):
             raise ValueError
         return rv, start
     except (ValueError, KeyError, TypeError, msgspec.DecodeError):
@@ -185,6 +189,7 @@ class ObjectStore:
         if continue_token:
             revision, rel = _decode_continue(continue_token)
             start = prefix + rel.encode("utf-8", "surrogateescape")
+            revision = max(revision, 0)  # LATEST: read the current revision
         items: list[T] = []
         read_rev = revision
         while True:
@@ -194,8 +199,9 @@ class ObjectStore:
             try:
                 r = self.store.range(start, end, revision=read_rev, limit=batch)
             except CompactedError:
-                if continue_token:
-                    raise errors.expired(EXPIRED_CONTINUE) from None
+                if continue_token:  # upstream hands out a token that continues at the latest revision
+                    raise errors.expired(EXPIRED_CONTINUE,
+                                         continue_token=_encode_continue(LATEST, start, prefix)) from None
                 raise errors.expired(f"too old resource version: {read_rev} ({self.store.compact_revision})") from None
             except FutureRevisionError:
                 raise errors.timeout(f"Too large resource version: {read_rev}, current: {self.store.revision}", 1) from None
