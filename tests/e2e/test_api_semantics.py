@@ -178,3 +178,16 @@ def test_a_large_list_is_streamed_whole(server: Server, namespace: str) -> None:
         status, body = server.http("GET", path, timeout=30)
         assert status == 200 and len(body["items"]) == 5
         assert all(i["data"]["blob"] == blob for i in body["items"])
+
+
+def test_an_update_that_changes_nothing_is_not_written(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    _, created = server.http("POST", base, cm("same"))
+    status, first = server.http("PUT", f"{base}/same", created)
+    assert status == 200 and first["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    status, patched = server.http("PATCH", f"{base}/same", {"data": {"a": "1"}},
+                                  content_type="application/merge-patch+json")
+    assert status == 200 and patched["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    changed = {**first, "data": {"a": "c"}}
+    status, second = server.http("PUT", f"{base}/same", changed)
+    assert status == 200 and int(second["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])

@@ -400,7 +400,10 @@ class Resources:
                     if change is not None:
                         change.rollback()
                 return merged
-            stored = await self.objects.replace(rt, info.namespace, info.name, merged, expect_revision=old_rv)
+            if _unchanged(old, merged):  # as upstream: not written, no new resourceVersion, no event
+                stored = old
+            else:
+                stored = await self.objects.replace(rt, info.namespace, info.name, merged, expect_revision=old_rv)
         except Exception:
             if change is not None:
                 change.rollback()
@@ -643,6 +646,14 @@ class Resources:
         new["spec"] = json_copy(body.get("spec") or {})
         new["metadata"]["resourceVersion"] = body["metadata"].get("resourceVersion", "")
         return await self._write(request, info, rt, old, new)
+
+
+def _unchanged(old: Obj, new: Obj) -> bool:
+    """Whether an update would store the object it replaces (resourceVersion aside)."""
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    if {k: v for k, v in om.items() if k != "resourceVersion"} != {k: v for k, v in nm.items() if k != "resourceVersion"}:
+        return False
+    return {k: v for k, v in old.items() if k != "metadata"} == {k: v for k, v in new.items() if k != "metadata"}
 
 
 class _WriteConflict(Exception):
