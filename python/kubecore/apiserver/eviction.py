@@ -17,6 +17,7 @@ from typing import Any
 
 from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
+from kubecore.api.kinds.common import selector_matches
 from kubecore.api.meta import now_rfc3339
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.apiserver import deletion
@@ -35,25 +36,9 @@ def _blocked(cause: str) -> errors.StatusError:
                               {"causes": [{"reason": "DisruptionBudget", "message": cause}]})
 
 
-def _label_selector_matches(selector: Any, labels: dict[str, str]) -> bool:
-    """metav1.LabelSelectorAsSelector(selector).Matches(labels); a nil selector matches nothing."""
-    if not isinstance(selector, dict):
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key", ""), e.get("operator"), e.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
+def _budget_selects(selector: Any, labels: dict[str, str]) -> bool:
+    """A budget's selector against a pod's labels; a missing (nil) selector selects nothing."""
+    return isinstance(selector, dict) and selector_matches(selector, labels)
 
 
 def _ready(pod: Obj) -> bool:
@@ -124,7 +109,7 @@ async def evict(
             return
         labels = pod["metadata"].get("labels") or {}
         budgets = [p for p in objects.list(pdbs_rt, namespace).items
-                   if _label_selector_matches((p.get("spec") or {}).get("selector"), labels)]
+                   if _budget_selects((p.get("spec") or {}).get("selector"), labels)]
         if len(budgets) > 1:
             raise errors.internal("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
         new_budget = _take_disruption(budgets[0], pod) if budgets else None
