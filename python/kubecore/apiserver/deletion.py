@@ -133,7 +133,7 @@ def check_preconditions(rt: ResourceType, obj: Obj, opts: DeleteOptions) -> None
                               "The object might have been modified")
 
 
-def _rfc3339(t: dt.datetime) -> str:
+def rfc3339(t: dt.datetime) -> str:
     return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -182,11 +182,11 @@ def _graceful(rt: ResourceType, obj: Obj, opts: DeleteOptions, now: dt.datetime)
             return False, True
         started = _parse_time(m["deletionTimestamp"])
         base = (started - dt.timedelta(seconds=current)) if started else now
-        m["deletionTimestamp"] = _rfc3339(base + dt.timedelta(seconds=requested))
+        m["deletionTimestamp"] = rfc3339(base + dt.timedelta(seconds=requested))
         m["deletionGracePeriodSeconds"] = requested
         return True, False
     period = _pod_grace(obj, requested)
-    m["deletionTimestamp"] = _rfc3339(now + dt.timedelta(seconds=period))
+    m["deletionTimestamp"] = rfc3339(now + dt.timedelta(seconds=period))
     m["deletionGracePeriodSeconds"] = period
     _bump_generation(m)
     return True, False
@@ -232,7 +232,7 @@ def mark_as_deleting(m: Obj, now: dt.datetime) -> None:
     if not m.get("deletionTimestamp"):
         _bump_generation(m)
     if existing is None or existing > now:
-        m["deletionTimestamp"] = _rfc3339(now)
+        m["deletionTimestamp"] = rfc3339(now)
     m["deletionGracePeriodSeconds"] = 0
 
 

@@ -84,7 +84,7 @@ def plan_delete(rt: ResourceType, old: Obj, opts: DeleteOptions, *, now: dt.date
     if not m.get("deletionTimestamp"):
         new = json_copy(old)
         nm = new["metadata"]
-        nm["deletionTimestamp"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        nm["deletionTimestamp"] = deletion.rfc3339(now)
         new.setdefault("status", {})["phase"] = "Terminating"
         finalizers = deletion.gc_finalizers(rt, list(nm.get("finalizers") or []), opts)
         if finalizers:
