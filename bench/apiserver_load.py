@@ -7,7 +7,7 @@ asyncio + aiohttp load generator in this process (one keep-alive connection pool
 workers): pod creates, GETs, PUT updates (closed loop, then open loop at a fixed rate), LIST of all
 pods cluster-wide, watch fan-out (event delivery latency), and server memory per 10k pods. `wrk`
 (if on PATH) measures GET of one pod without Python on the client side. With py-spy on PATH, two
-extra phases (creates, GETs) run under `py-spy record` and the JSON lists the server's top functions
+extra phases (creates, GETs, PUTs) run under `py-spy record` and the JSON lists the server's top functions
 by self time. Progress goes to stderr. See bench/README.md for what every figure means.
 
 The load generator and the server share the machine's cores (2 here): every phase records the
@@ -404,10 +404,10 @@ class Bench:
                 self.busy.discard(name)
         return op
 
-    async def update_phase(self, n: int) -> dict[str, Any]:
+    async def update_phase(self, n: int, *, deadline: float = 0.0) -> dict[str, Any]:
         await self.server.settle()
         with Phase(self.server) as ph:
-            out = await closed_loop(self._update_op(), concurrency=self.args.concurrency, ops=n)
+            out = await closed_loop(self._update_op(), concurrency=self.args.concurrency, ops=n, deadline=deadline)
         return out.summary(ph, concurrency=self.args.concurrency)
 
     async def rate_phase(self, rate: float, seconds: float) -> dict[str, Any]:
@@ -771,7 +771,7 @@ async def profile(b: Bench, args: argparse.Namespace) -> dict[str, Any]:
                            "note": "separate phases run only for profiling (figures above are unprofiled); self % "
                                    "is of samples where a server Python thread was not idle"}
     tmp = Path(tempfile.mkdtemp(prefix="kubecore-pyspy-"))
-    for name in ("create", "get"):
+    for name in ("create", "get", "update"):
         path = tmp / f"{name}.txt"
         prof = Profiler(b.server.pid, path, args.profile_rate)
         await asyncio.sleep(1.0)  # attach
@@ -779,6 +779,8 @@ async def profile(b: Bench, args: argparse.Namespace) -> dict[str, Any]:
         deadline = time.perf_counter() + args.profile_seconds
         if name == "create":
             phase = await b.create_phase(0, "prof", deadline=deadline)
+        elif name == "update":
+            phase = await b.update_phase(0, deadline=deadline)
         else:
             phase = await b.get_phase(0, deadline=deadline)
         err = await asyncio.to_thread(prof.stop)

@@ -91,6 +91,10 @@ class VersionedObjectStore(ObjectStore):
     def get(self, rt: ResourceType, *args: Any, **kwargs: Any) -> Obj:
         return to_served(rt, super().get(rt, *args, **kwargs))
 
+    def get_pair(self, rt: ResourceType, *args: Any, **kwargs: Any) -> tuple[Obj, Obj]:
+        live, copy = super().get_pair(rt, *args, **kwargs)
+        return to_served(rt, live), to_served(rt, copy)
+
     def list(self, rt: ResourceType, *args: Any, **kwargs: Any) -> Page[Obj]:
         page = super().list(rt, *args, **kwargs)
         if rt.converts:
@@ -113,6 +117,16 @@ class VersionedObjectStore(ObjectStore):
             return await super().create(rt, *args, **kwargs)
         finally:
             obj["apiVersion"] = rt.api_version
+
+    async def create_encoded(self, rt: ResourceType, *args: Any, **kwargs: Any) -> bytes:
+        if not _stores_elsewhere(rt):
+            return await super().create_encoded(rt, *args, **kwargs)
+        return _encode(await self.create(rt, *args, **kwargs))
+
+    async def replace_encoded(self, rt: ResourceType, *args: Any, **kwargs: Any) -> bytes:
+        if not _stores_elsewhere(rt):
+            return await super().replace_encoded(rt, *args, **kwargs)
+        return _encode(await self.replace(rt, *args, **kwargs))
 
     async def replace(self, rt: ResourceType, *args: Any, **kwargs: Any) -> Obj:
         obj: Obj = args[2] if len(args) > 2 else kwargs["obj"]

@@ -62,6 +62,11 @@ def respond(obj: Any, status: int = 200) -> web.Response:
     return web.Response(body=_encode(obj), status=status, content_type="application/json")
 
 
+def respond_raw(body: bytes, status: int = 200) -> web.Response:
+    """A response whose JSON is already encoded (the bytes that were stored)."""
+    return web.Response(body=body, status=status, content_type="application/json")
+
+
 STREAM_CHUNK = 1 << 22  # bodies above this go out in chunks of this size
 
 
@@ -306,21 +311,22 @@ class Resources:
         if not self._is_service(rt):
             if dry:
                 return respond(obj, 201)
-            return respond(await self._store_create(rt, info.namespace, obj, generated=generated), 201)
+            return respond_raw(await self._store_create(rt, info.namespace, obj, generated=generated), 201)
         self.allocators.allocate(obj)
         if dry:
             self.allocators.release(obj)
             return respond(obj, 201)
-        return respond(await shielded(self._create_service(rt, info.namespace, obj, generated=generated)), 201)
+        return respond_raw(await shielded(self._create_service(rt, info.namespace, obj, generated=generated)), 201)
 
-    async def _store_create(self, rt: ResourceType, namespace: str, obj: Obj, *, generated: bool) -> Obj:
-        """Stores a new object; a generated name that is taken is generated again (upstream's
-        RetryGenerateName: up to 8 attempts, then 409 naming the generated-name conflict)."""
+    async def _store_create(self, rt: ResourceType, namespace: str, obj: Obj, *, generated: bool) -> bytes:
+        """Stores a new object and returns it encoded; a generated name that is taken is generated
+        again (upstream's RetryGenerateName: up to 8 attempts, then 409 naming the generated-name
+        conflict)."""
         m = obj["metadata"]
         generated = generated and bool(m.get("generateName"))
         for attempt in range(1, MAX_NAME_ATTEMPTS + 1):
             try:
-                return await self.objects.create(rt, namespace, m["name"], obj)
+                return await self.objects.create_encoded(rt, namespace, m["name"], obj)
             except errors.StatusError as e:
                 if e.reason != "AlreadyExists" or not generated:
                     raise
@@ -329,7 +335,7 @@ class Resources:
                 m["name"] = meta.generate_name(m["generateName"])
         raise AssertionError("unreachable")
 
-    async def _create_service(self, rt: ResourceType, namespace: str, obj: Obj, *, generated: bool) -> Obj:
+    async def _create_service(self, rt: ResourceType, namespace: str, obj: Obj, *, generated: bool) -> bytes:
         """Stores a service whose addresses are allocated; gives them back if it is not stored."""
         try:
             return await self._store_create(rt, namespace, obj, generated=generated)
@@ -385,13 +391,14 @@ class Resources:
             if change is not None:
                 change.rollback()
             return respond(merged)
-        return respond(await shielded(self._store_update(rt, info, old, merged, old_rv, change)))
+        return respond_raw(await shielded(self._store_update(rt, info, old, merged, old_rv, change)))
 
     async def _store_update(
         self, rt: ResourceType, info: RequestInfo, old: Obj, merged: Obj, old_rv: int, change: PortChange | None
-    ) -> Obj:
+    ) -> bytes:
         """Stores an update (or finishes a deletion whose last finalizer went away) and settles the
-        service allocations with the outcome; runs to completion even if the client goes away."""
+        service allocations with the outcome; runs to completion even if the client goes away.
+        Returns the object to answer with, encoded."""
         try:
             if deletion.should_delete_during_update(rt, old, merged):
                 await self.objects.remove(rt, info.namespace, info.name, expect_revision=old_rv)
@@ -399,11 +406,11 @@ class Resources:
                     self.allocators.release(old)
                     if change is not None:
                         change.rollback()
-                return merged
+                return _encode(merged)
             if _unchanged(old, merged):  # as upstream: not written, no new resourceVersion, no event
-                stored = old
+                stored = _encode(old)
             else:
-                stored = await self.objects.replace(rt, info.namespace, info.name, merged, expect_revision=old_rv)
+                stored = await self.objects.replace_encoded(rt, info.namespace, info.name, merged, expect_revision=old_rv)
         except Exception:
             if change is not None:
                 change.rollback()
@@ -417,13 +424,11 @@ class Resources:
         body = customresource.decode(request, rt, body, "update")
         self._check_name(info, body)
         unconditional = not parse_rv(body["metadata"].get("resourceVersion"))
-        for _ in range(CONFLICT_RETRIES):  # an update without a resourceVersion retries on a concurrent write
+        for attempt in range(CONFLICT_RETRIES):  # an update without a resourceVersion retries on a concurrent write
             old = self.objects.get(rt, info.namespace, info.name)
-            new = json_copy(body)
+            new = json_copy(body) if unconditional and attempt + 1 < CONFLICT_RETRIES else body
             if "status" in rt.subresources:
-                new.pop("status", None)
-                if "status" in old:
-                    new["status"] = json_copy(old["status"])
+                new.pop("status", None)  # meta.prepare_update puts the live status back
             try:
                 return await self._write(request, info, rt, old, new)
             except errors.StatusError as e:
@@ -435,8 +440,7 @@ class Resources:
         body = self._check_fields(request, rt, _body_obj(await read_json(request)), "update")
         body = customresource.decode(request, rt, body, "update")
         self._check_name(info, body)
-        old = self.objects.get(rt, info.namespace, info.name)
-        new = json_copy(old)
+        old, new = self.objects.get_pair(rt, info.namespace, info.name)
         new["status"] = body.get("status")
         new["metadata"]["resourceVersion"] = body["metadata"].get("resourceVersion", "")
         return await self._write(request, info, rt, old, new)
@@ -449,8 +453,7 @@ class Resources:
         keep_rv = patching.mentions_resource_version(ct, body)
         mode = fieldvalidation.directive(request.query.get("fieldValidation"), "patch")
         for _ in range(CONFLICT_RETRIES):  # a patch without a resourceVersion retries on a concurrent write
-            old = self.objects.get(rt, info.namespace, info.name)
-            base = json_copy(old)
+            old, base = self.objects.get_pair(rt, info.namespace, info.name)
             if not keep_rv:
                 base["metadata"].pop("resourceVersion", None)
             new = patching.apply_patch(ct, base, body)
@@ -467,9 +470,7 @@ class Resources:
                 if rv:
                     new["metadata"]["resourceVersion"] = rv
             elif "status" in rt.subresources:
-                new["status"] = json_copy(old.get("status"))
-                if new["status"] is None:
-                    new.pop("status")
+                new.pop("status", None)  # meta.prepare_update puts the live status back
             try:
                 return await self._write(request, info, rt, old, new)
             except errors.StatusError as e:
@@ -484,7 +485,7 @@ class Resources:
         precondition = patching.mentions_resource_version(patching.APPLY_PATCH, config)
         for _ in range(CONFLICT_RETRIES):  # without a resourceVersion a concurrent write only means: again
             try:
-                old = self.objects.get(rt, info.namespace, info.name)
+                old, base = self.objects.get_pair(rt, info.namespace, info.name)
             except errors.StatusError as e:
                 if e.code != 404 or info.subresource:
                     raise
@@ -497,7 +498,6 @@ class Resources:
                     if e.reason != "AlreadyExists" or precondition:
                         raise
                     continue
-            base = json_copy(old)
             if not precondition:
                 base["metadata"].pop("resourceVersion", None)
             new = ownership.apply(request, rt, info.subresource, base, config)

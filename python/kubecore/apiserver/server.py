@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -22,6 +23,8 @@ from kubecore.apiserver.app import ALLOCATORS, FAST_READS, OBJECTS, REGISTRY, bu
 from kubecore.apiserver.fastpath import FastAppRunner
 from kubecore.apiserver.table import now_rfc3339
 from kubecore.store import Store
+
+GC_THRESHOLDS = (20_000, 20, 20)  # gen0 allocations, then gen0 runs per gen1, gen1 runs per gen2
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -108,6 +111,7 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        settle_heap()
         if on_ready:
             print(on_ready, flush=True)
         try:
@@ -115,6 +119,16 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
         finally:
             print("kubecore: shutting down", file=sys.stderr, flush=True)
             await runner.cleanup()
+
+
+def settle_heap() -> None:
+    """Tunes the cyclic GC for serving: what startup built (registry, schemas, routes) moves to
+    the permanent generation, and young collections run every 20,000 allocations instead of 700 —
+    a request allocates thousands of short-lived containers that reference counting frees, so the
+    default threshold spent about a tenth of the server's time re-scanning live objects."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def serve(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:

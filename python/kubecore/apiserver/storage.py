@@ -147,6 +147,14 @@ class ObjectStore:
             raise errors.not_found(rt, name)
         return decode(kv.value, kv.mod_revision)
 
+    def get_pair(self, rt: ResourceType, namespace: str, name: str) -> tuple[Obj, Obj]:
+        """Two independent decodings of the object: the live one and a copy to edit (decoding the
+        bytes again costs half of deep-copying the first)."""
+        kv = self.store.get(rt.key(namespace or None, name))
+        if kv is None:
+            raise errors.not_found(rt, name)
+        return decode(kv.value, kv.mod_revision), decode(kv.value, kv.mod_revision)
+
     def list(
         self,
         rt: ResourceType,
@@ -222,27 +230,47 @@ class ObjectStore:
             start = r.kvs[-1].key + b"\0"
 
     async def create(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> Obj:
+        await self._put_new(rt, namespace, name, obj)
+        return obj
+
+    async def create_encoded(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> bytes:
+        """Stores a new object (409 if the key exists); sets its resourceVersion and returns it
+        encoded as a client sees it, from the bytes that were stored."""
+        return await self._put_new(rt, namespace, name, obj)
+
+    async def _put_new(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> bytes:
         key = rt.key(namespace or None, name)
+        value = encode(obj)
         res = await self.store.atxn(
             compare=[Compare.create_revision(key, "=", 0)],
-            success=[Op.put(key, encode(obj))],
+            success=[Op.put(key, value)],
         )
         if not res.succeeded:
             raise errors.already_exists(rt, name)
         obj.setdefault("metadata", {})["resourceVersion"] = str(res.revision)
-        return obj
+        return with_rv(value, res.revision)
 
     async def replace(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, expect_revision: int) -> Obj:
         """Writes `obj` if the key's mod_revision is still `expect_revision` (else 409)."""
+        await self._put_over(rt, namespace, name, obj, expect_revision=expect_revision)
+        return obj
+
+    async def replace_encoded(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *,
+                              expect_revision: int) -> bytes:
+        """replace(), returning the object encoded as a client sees it (see create_encoded)."""
+        return await self._put_over(rt, namespace, name, obj, expect_revision=expect_revision)
+
+    async def _put_over(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, expect_revision: int) -> bytes:
         key = rt.key(namespace or None, name)
+        value = encode(obj)
         res = await self.store.atxn(
             compare=[Compare.mod_revision(key, "=", expect_revision)],
-            success=[Op.put(key, encode(obj))],
+            success=[Op.put(key, value)],
         )
         if not res.succeeded:
             raise errors.conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")
         obj.setdefault("metadata", {})["resourceVersion"] = str(res.revision)
-        return obj
+        return with_rv(value, res.revision)
 
     async def remove(self, rt: ResourceType, namespace: str, name: str, *, expect_revision: int) -> int:
         key = rt.key(namespace or None, name)

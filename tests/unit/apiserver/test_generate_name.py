@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import msgspec
 import pytest
 
 from kubecore.api import errors, meta
@@ -21,11 +22,11 @@ class TakenNames:
     def __init__(self, taken: set[str]) -> None:
         self.taken, self.tried = taken, []
 
-    async def create(self, rt: Any, namespace: str, name: str, obj: dict[str, Any]) -> dict[str, Any]:
+    async def create_encoded(self, rt: Any, namespace: str, name: str, obj: dict[str, Any]) -> bytes:
         self.tried.append(name)
         if name in self.taken:
             raise errors.already_exists(rt, name)
-        return obj
+        return msgspec.json.encode(obj)
 
 
 def _resources(objects: TakenNames) -> rest.Resources:
@@ -40,7 +41,7 @@ def test_a_taken_generated_name_is_generated_again(monkeypatch: pytest.MonkeyPat
     names = iter(["web-bbbbb", "web-ccccc"])
     monkeypatch.setattr(meta, "generate_name", lambda base, rand=None: next(names))
     objects = TakenNames({"web-aaaaa", "web-bbbbb"})
-    out = asyncio.run(_resources(objects)._store_create(CMS, "ns", _obj("web-aaaaa", "web-"), generated=True))
+    out = msgspec.json.decode(asyncio.run(_resources(objects)._store_create(CMS, "ns", _obj("web-aaaaa", "web-"), generated=True)))
     assert out["metadata"]["name"] == "web-ccccc" and objects.tried == ["web-aaaaa", "web-bbbbb", "web-ccccc"]
 
 
