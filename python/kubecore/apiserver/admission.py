@@ -12,6 +12,7 @@ from typing import Any
 from kubecore.api import errors, meta
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.apiserver.admission_pods import PodAdmission, is_pod, system_priority_classes
+from kubecore.apiserver.lookups import Lookups
 from kubecore.apiserver.storage import ObjectStore
 
 Obj = dict[str, Any]
@@ -25,7 +26,8 @@ class Admission:
         ns = registry.get("", "v1", "namespaces")
         assert ns is not None, "the registry serves core/v1 namespaces"
         self.namespaces = ns
-        self.pods = PodAdmission(registry, objects)
+        self.lookups = Lookups(objects)
+        self.pods = PodAdmission(registry, self.lookups)
 
     async def admit_create(self, rt: ResourceType, obj: Obj) -> None:
         if rt.namespaced:
@@ -41,7 +43,9 @@ class Admission:
             raise errors.forbidden(rt, old["metadata"]["name"], "this namespace may not be deleted")
 
     def _namespace_accepts_new_content(self, namespace: str) -> None:
-        ns = self.objects.get(self.namespaces, "", namespace)  # 404 `namespaces "x" not found`
+        ns = self.lookups.get(self.namespaces, "", namespace)
+        if ns is None:
+            raise errors.not_found(self.namespaces, namespace)
         if ns.get("metadata", {}).get("deletionTimestamp") or (ns.get("status") or {}).get("phase") == "Terminating":
             raise errors.forbidden(
                 self.namespaces,

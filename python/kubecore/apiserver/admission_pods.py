@@ -11,7 +11,7 @@ from typing import Any
 
 from kubecore.api import errors
 from kubecore.api.registry import Registry, ResourceType
-from kubecore.apiserver.storage import ObjectStore
+from kubecore.apiserver.lookups import Lookups
 
 Obj = dict[str, Any]
 SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
@@ -20,8 +20,8 @@ DEFAULT_TOLERATION_SECONDS = 300
 
 
 class PodAdmission:
-    def __init__(self, registry: Registry, objects: ObjectStore) -> None:
-        self.objects = objects
+    def __init__(self, registry: Registry, lookups: Lookups) -> None:
+        self.lookups = lookups
         pods, pcs, lrs = (registry.get("", "v1", "pods"), registry.get("scheduling.k8s.io", "v1", "priorityclasses"),
                           registry.get("", "v1", "limitranges"))
         assert pods is not None and pcs is not None and lrs is not None
@@ -44,7 +44,7 @@ class PodAdmission:
 
     def limit_ranger(self, namespace: str, spec: Obj) -> None:
         """Container defaults from the namespace's LimitRanges (type Container)."""
-        for lr in self.objects.list(self.limit_ranges, namespace).items:
+        for lr in self.lookups.items(self.limit_ranges, namespace):
             for item in (lr.get("spec") or {}).get("limits") or []:
                 if item.get("type") != "Container":
                     continue
@@ -58,16 +58,13 @@ class PodAdmission:
                         res.setdefault("requests", {}).setdefault(k, v)
 
     def _class_value(self, name: str) -> tuple[int, str] | None:
-        try:
-            pc = self.objects.get(self.priority_classes, "", name)
-        except errors.StatusError as e:
-            if e.code != 404:
-                raise
+        pc = self.lookups.get(self.priority_classes, "", name)
+        if pc is None:
             return None
         return int(pc.get("value", 0)), str(pc.get("preemptionPolicy") or "PreemptLowerPriority")
 
     def _global_default(self) -> tuple[str, int, str] | None:
-        for pc in self.objects.list(self.priority_classes, "").items:
+        for pc in self.lookups.items(self.priority_classes, ""):
             if pc.get("globalDefault"):
                 return pc["metadata"]["name"], int(pc.get("value", 0)), str(pc.get("preemptionPolicy") or "PreemptLowerPriority")
         return None
