@@ -168,6 +168,31 @@ def test_list_options_are_validated(server: Server, namespace: str) -> None:
     assert status == 400 and body["message"] == "specifying resource version is not allowed when using continue"
 
 
+def _events(text: Any) -> list[dict[str, Any]]:
+    lines = [text] if isinstance(text, dict) else [json.loads(line) for line in str(text).splitlines() if line]
+    return lines
+
+
+def test_watch_options_as_client_go_sends_them(server: Server, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    server.http("POST", base, cm("w1"))
+    # client-go's streaming list: no resourceVersion, sendInitialEvents + NotOlderThan
+    status, text = server.http("GET", f"{base}?watch=1&timeoutSeconds=1&allowWatchBookmarks=true"
+                                      "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")
+    events = _events(text)
+    assert status == 200 and events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "w1"
+    assert any(e["type"] == "BOOKMARK" and e["object"]["metadata"].get("annotations", {}).get(
+        "k8s.io/initial-events-end") == "true" for e in events)
+    # sendInitialEvents=false without a resourceVersion starts at the most recent revision
+    status, text = server.http("GET", f"{base}?watch=1&timeoutSeconds=1"
+                                      "&sendInitialEvents=false&resourceVersionMatch=NotOlderThan")
+    assert status == 200 and not [e for e in _events(text) if e.get("type") == "ADDED"]
+    status, body = server.http("GET", f"{base}?watch=1&timeoutSeconds=1&resourceVersion=1&resourceVersionMatch=NotOlderThan")
+    assert status == 422 and "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided" in body["message"]
+    status, body = server.http("GET", f"{base}?watch=1&sendInitialEvents=true&resourceVersionMatch=Exact&resourceVersion=1")
+    assert status == 422 and "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan" in body["message"]
+
+
 def test_a_large_list_is_streamed_whole(server: Server, namespace: str) -> None:
     base = f"/api/v1/namespaces/{namespace}/configmaps"
     blob = "x" * 900_000  # five of them: a LIST body over the 4 MiB streaming threshold

@@ -197,7 +197,8 @@ class WatchCache:
                 if not rc.fresh(raw_rv):
                     return None
                 return rc.native.watch(prefix, labels=sel[0], fields=sel[1], initial=True, initial_end_bookmark=end_bookmark)
-            return rc.native.watch(prefix, labels=sel[0], fields=sel[1], start_revision=parse_rv(raw_rv))
+            start = parse_rv(raw_rv) or rc.native.sync()  # no resourceVersion, no initial events: from now
+            return rc.native.watch(prefix, labels=sel[0], fields=sel[1], start_revision=start)
         except StoreError:
             return None
 

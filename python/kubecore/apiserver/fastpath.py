@@ -68,6 +68,8 @@ class FastReads:
         """The storage key and route of a path naming one object, or None."""
         s = path.split(b"/")
         n = len(s)
+        if n < 5:  # no object path is shorter than /api/v1/nodes/X
+            return None
         if s[1] == b"api" and s[2] == b"v1":
             group, rest = b"", s[3:]
             version = b"v1"

@@ -117,22 +117,26 @@ async def serve(
     timeout = float(raw_timeout or DEFAULT_TIMEOUT)
     bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
     send_initial = q.get("sendInitialEvents") == "true"
+    # Without a resourceVersion a watch starts with the current objects, unless the client asked
+    # for no initial events (sendInitialEvents=false: start at the most recent revision).
+    initial = send_initial or (rv == 0 and q.get("sendInitialEvents") != "false")
     deadline = time.monotonic() + timeout
     framer = Framer(rt, request.headers.get("Accept", ""), q.get("includeObject", "Metadata"))
 
-    if rv > objects.store.revision and not (rv == 0 or send_initial):
+    if rv > objects.store.revision and not initial:
         raise errors.timeout(f"Too large resource version: {rv}, current: {objects.store.revision}", 1)
     if not framer.tables:
-        cached = objects.cache.watcher(rt, namespace, q, initial=rv == 0 or send_initial, end_bookmark=send_initial, name=name)
+        cached = objects.cache.watcher(rt, namespace, q, initial=initial, end_bookmark=send_initial, name=name)
         if cached is not None:
             return await _serve_cached(request, objects.cache, cached, rt, deadline=deadline, bookmarks=bookmarks)
 
-    initial: list[Obj] = []  # read before the response starts, so that errors are plain Statuses
-    if rv == 0 or send_initial:
+    # the current objects are read before the response starts, so that errors are plain Statuses
+    current: list[Obj] = []
+    if initial:
         page = objects.list(rt, namespace, match=match, revision=rv if send_initial and rv else 0)
-        initial, start = page.items, page.revision + 1
+        current, start = page.items, page.revision + 1
     else:
-        start = rv + 1
+        start = (rv or objects.store.revision) + 1
 
     resp = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"})
     resp.enable_chunked_encoding()
@@ -140,7 +144,7 @@ async def serve(
     prefix = objects.prefix(rt, namespace)
     watch = objects.store.watch(prefix, prefix_end(prefix), start_revision=start, prev_kv=True)
     try:
-        out = b"".join(framer("ADDED", o) for o in initial)
+        out = b"".join(framer("ADDED", o) for o in current)
         if send_initial:
             out += bookmark(rt, start - 1, initial_end=True)
         if out:

@@ -74,6 +74,9 @@ def test_serves_one_object_with_its_resource_version(fast: FastReads, path: str,
     get("/api/v1/namespaces/ns/pods/p%2Fx"),
     get("/apis/example.com/v1/namespaces/ns/widgets/w"),
     get("/version"),
+    get("/api"),  # shorter than any object path (the official client's first request)
+    get("/apis"),
+    get("/"),
 ])
 def test_everything_else_goes_to_the_chain(fast: FastReads, request_bytes: bytes) -> None:
     assert fast.serve(request_bytes) is None and fast.served == 0
