@@ -1,0 +1,295 @@
+"""The informer's cache: objects by key, plus secondary indexes (client-go's cache.Indexer over
+threadSafeMap + storeIndex), kept compact.
+
+Keys are "namespace/name" ("name" for cluster-scoped objects: `meta_namespace_key`). Objects are
+stored as `codec.CompactCodec` entries (deflated JSON, ~150-300 bytes for a pod instead of ~20 KB
+of dicts) and decoded on access; a small LRU keeps the most recently written or read objects
+decoded. Indexes map an index name to {indexed value -> set of keys}; `NAMESPACE_INDEX` is built in
+and is derived from the key alone, so updates and deletes never decode the old object for it.
+Custom index functions (`obj -> list[str]`) decode the old object on update/delete to unindex it.
+
+Guarantees and rules (the same as client-go's, written down):
+- Objects returned by `get_by_key`/`by_index`/`list` may be shared with other readers and with
+  event handlers (the LRU hands out the same dict): treat them as read-only; copy before changing.
+- Not thread-safe; safe under asyncio because no method awaits: every call is atomic with respect
+  to other coroutines, and the reflector writes through the same event loop.
+- After every write, each index holds exactly the index values of the stored objects (no empty
+  sets are kept, so `list_index_func_values` lists only values with at least one object).
+- `list()`/`by_index()` decode every object they return: for 150,000 pods prefer `list_keys()`,
+  `index_keys()` and `get_by_key()` on what you need, or `iter_objects()`.
+
+`replacement()` builds a whole new content (a relist) beside the current one, compacting each
+object as it arrives, and `commit_replacement()` swaps it in and returns the previous entries
+(so the informer can tell adds from updates and compute deletions without a second decode).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubecore.client.codec import CompactCodec
+
+IndexFunc = Callable[[dict[str, Any]], list[str]]
+KeyFunc = Callable[[dict[str, Any]], str]
+NAMESPACE_INDEX = "namespace"
+
+
+class ObjectKeyError(KeyError):
+    """An object without metadata.name cannot be keyed."""
+
+
+def meta_namespace_key(obj: dict[str, Any]) -> str:
+    """"<namespace>/<name>", or "<name>" when the object has no namespace."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ObjectKeyError("object has no metadata.name")
+    ns = meta.get("namespace")
+    return f"{ns}/{name}" if ns else str(name)
+
+
+def split_meta_namespace_key(key: str) -> tuple[str, str]:
+    """(namespace, name); namespace is "" for cluster-scoped keys."""
+    ns, sep, name = key.partition("/")
+    if not sep:
+        return "", key
+    if "/" in name:
+        raise ValueError(f"unexpected key format: {key!r}")
+    return ns, name
+
+
+def meta_namespace_index_func(obj: dict[str, Any]) -> list[str]:
+    """The NAMESPACE_INDEX function: [metadata.namespace] ("" for cluster-scoped objects)."""
+    return [str((obj.get("metadata") or {}).get("namespace") or "")]
+
+
+def _namespace_from_key(key: str) -> list[str]:
+    return [split_meta_namespace_key(key)[0]]
+
+
+@dataclass(frozen=True)
+class DeletedFinalStateUnknown:
+    """A delete the informer inferred on relist: `obj` is the last state it had cached."""
+
+    key: str
+    obj: dict[str, Any]
+
+
+class Replacement:
+    """New content for an indexer, built one object at a time (see `Indexer.replacement`)."""
+
+    def __init__(self, indexer: Indexer) -> None:
+        self._indexer = indexer
+        self.items: dict[str, bytes] = {}
+        self.indices: dict[str, dict[str, set[str]]] = {name: {} for name in indexer._indexers}
+
+    def add(self, obj: dict[str, Any], *, raw: bytes | None = None) -> str:
+        """Add one object (with its JSON bytes when the caller has them); returns its key."""
+        ix = self._indexer
+        key = ix.key_func(obj)
+        if key in self.items:  # a duplicate in one list: unindex the earlier copy (rare, so brute force)
+            self.remove(key)
+        self.items[key] = ix._entry_of(obj, raw)
+        for name, values in ix._index_values(key, obj):
+            index = self.indices[name]
+            for v in values:
+                index.setdefault(v, set()).add(key)
+        return key
+
+    def remove(self, key: str) -> None:
+        """Drop `key` again (a DELETED event inside an initial-events stream)."""
+        if self.items.pop(key, None) is not None:
+            for index in self.indices.values():
+                for value in [v for v, keys in index.items() if key in keys]:
+                    index[value].discard(key)
+                    if not index[value]:
+                        del index[value]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class Indexer:
+    """Key -> compact object store with indexes. See the module docstring for the rules."""
+
+    def __init__(self, *, indexers: Mapping[str, IndexFunc] | None = None, codec: CompactCodec | None = None,
+                 lru_size: int = 1024, key_func: KeyFunc = meta_namespace_key) -> None:
+        self.codec = codec or CompactCodec()
+        self.key_func = key_func
+        self.lru_size = lru_size
+        self._items: dict[str, bytes] = {}
+        self._lru: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._indexers: dict[str, IndexFunc] = {}
+        self._indices: dict[str, dict[str, set[str]]] = {}
+        self._from_key: dict[str, Callable[[str], list[str]]] = {}
+        self.add_indexers({NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})})
+
+    # -- indexes -------------------------------------------------------------------------------------
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Register more index functions; existing objects are indexed at once (decoding each)."""
+        for name in indexers:
+            if name in self._indexers:
+                raise ValueError(f"indexer {name!r} already exists")
+        for name, fn in indexers.items():
+            self._indexers[name] = fn
+            self._indices[name] = {}
+            if fn is meta_namespace_index_func and self.key_func is meta_namespace_key:
+                self._from_key[name] = _namespace_from_key
+        if self._items:
+            for key in self._items:
+                obj = self._decoded(key)
+                for name, values in self._index_values(key, obj, only=indexers):
+                    for v in values:
+                        self._indices[name].setdefault(v, set()).add(key)
+
+    def get_indexers(self) -> dict[str, IndexFunc]:
+        return dict(self._indexers)
+
+    def _index_values(self, key: str, obj: dict[str, Any] | None,
+                      only: Iterable[str] | None = None) -> Iterator[tuple[str, list[str]]]:
+        for name in (only if only is not None else self._indexers):
+            from_key = self._from_key.get(name)
+            if from_key is not None:
+                yield name, from_key(key)
+            elif obj is not None:
+                yield name, self._indexers[name](obj)
+
+    def _needs_object_to_unindex(self) -> bool:
+        return len(self._from_key) < len(self._indexers)
+
+    def _unindex(self, key: str, old: dict[str, Any] | None) -> None:
+        for name, values in self._index_values(key, old):
+            index = self._indices[name]
+            for v in values:
+                keys = index.get(v)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[v]
+
+    def _reindex(self, key: str, obj: dict[str, Any]) -> None:
+        for name, values in self._index_values(key, obj):
+            index = self._indices[name]
+            for v in values:
+                index.setdefault(v, set()).add(key)
+
+    # -- writes --------------------------------------------------------------------------------------
+    def _entry_of(self, obj: dict[str, Any], raw: bytes | None) -> bytes:
+        return self.codec.encode_raw(raw) if raw is not None else self.codec.encode(obj)
+
+    def _remember(self, key: str, obj: dict[str, Any]) -> None:
+        if self.lru_size <= 0:
+            return
+        self._lru[key] = obj
+        self._lru.move_to_end(key)
+        while len(self._lru) > self.lru_size:
+            self._lru.popitem(last=False)
+
+    def put(self, obj: dict[str, Any], *, raw: bytes | None = None) -> bytes | None:
+        """Add or update `obj` (raw: its JSON bytes, saves an encode). Returns the previous entry."""
+        key = self.key_func(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, self.decode_entry(old) if self._needs_object_to_unindex() else None)
+        self._items[key] = self._entry_of(obj, raw)
+        self._reindex(key, obj)
+        self._remember(key, obj)
+        return old
+
+    add = put
+    update = put
+
+    def delete_key(self, key: str) -> bytes | None:
+        """Remove `key`; returns its entry (None if absent)."""
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, self.decode_entry(old) if self._needs_object_to_unindex() else None)
+            self._lru.pop(key, None)
+        return old
+
+    def delete(self, obj: dict[str, Any]) -> bytes | None:
+        return self.delete_key(self.key_func(obj))
+
+    def replacement(self) -> Replacement:
+        return Replacement(self)
+
+    def commit_replacement(self, new: Replacement) -> dict[str, bytes]:
+        """Swap in `new`'s content; returns the previous key -> entry map."""
+        old = self._items
+        self._items, self._indices = new.items, new.indices
+        self._lru.clear()
+        return old
+
+    def replace(self, objects: Iterable[dict[str, Any]]) -> dict[str, bytes]:
+        r = self.replacement()
+        for obj in objects:
+            r.add(obj)
+        return self.commit_replacement(r)
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def decode_entry(self, entry: bytes) -> dict[str, Any]:
+        return self.codec.decode(entry)
+
+    def entry(self, key: str) -> bytes | None:
+        """The compact entry of `key` (None if absent)."""
+        return self._items.get(key)
+
+    def _decoded(self, key: str) -> dict[str, Any]:
+        obj = self._lru.get(key)
+        if obj is not None:
+            self._lru.move_to_end(key)
+            return obj
+        obj = self.codec.decode(self._items[key])
+        self._remember(key, obj)
+        return obj
+
+    def get_by_key(self, key: str) -> dict[str, Any] | None:
+        return self._decoded(key) if key in self._items else None
+
+    def get(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        return self.get_by_key(self.key_func(obj))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def list_keys(self) -> list[str]:
+        return list(self._items)
+
+    def iter_objects(self) -> Iterator[dict[str, Any]]:
+        """Every object, decoded one at a time (not kept in the LRU: a full scan would flush it)."""
+        for key, entry in list(self._items.items()):
+            cached = self._lru.get(key)
+            yield cached if cached is not None else self.codec.decode(entry)
+
+    def index_keys(self, index_name: str, value: str) -> list[str]:
+        """Keys whose object has `value` under index `index_name`."""
+        try:
+            index = self._indices[index_name]
+        except KeyError:
+            raise KeyError(f"index {index_name!r} does not exist") from None
+        return sorted(index.get(value, ()))
+
+    def by_index(self, index_name: str, value: str) -> list[dict[str, Any]]:
+        return [self._decoded(k) for k in self.index_keys(index_name, value)]
+
+    def index(self, index_name: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        """Objects sharing at least one `index_name` value with `obj`."""
+        if index_name not in self._indexers:
+            raise KeyError(f"index {index_name!r} does not exist")
+        values = self._indexers[index_name](obj)
+        keys: set[str] = set()
+        for v in values:
+            keys.update(self._indices[index_name].get(v, ()))
+        return [self._decoded(k) for k in sorted(keys)]
+
+    def list_index_func_values(self, index_name: str) -> list[str]:
+        return sorted(self._indices.get(index_name, {}))
+
+    def list(self) -> list[dict[str, Any]]:  # last in the class: the name shadows the builtin below it
+        return [*self.iter_objects()]

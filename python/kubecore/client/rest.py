@@ -1,0 +1,238 @@
+"""The async REST client: one aiohttp session, a token bucket, retries, typed errors.
+
+    async with RestClient(load_kubeconfig()) as client:
+        pods = await client.resource("v1", "pods")          # discovery: plural, singular, kind or short name
+        pod = await pods.get("web-0", namespace="default")
+        async with pods.watch(namespace="default", resource_version=pod_list_rv) as events:
+            async for ev in events: ...
+
+`RestClient.request()` is the one way out for every verb. For each attempt it takes a token from the
+client's `TokenBucket` (config `qps`/`burst`; qps <= 0 is unlimited), sends, and reads the body.
+Retries (at most `config.max_retries`; client-go's default is 10) follow client-go's
+`checkWait`/`IsNextRetry` rules, widened where it is safe:
+
+- 429 TooManyRequests: always retried (the server refused before doing anything), after the
+  `Retry-After` seconds if the answer has that header, else after the next `retry_backoff` step.
+- 5xx with `Retry-After`: retried for every verb, after that many seconds (client-go does this).
+- 5xx without it: retried only for idempotent verbs (GET, HEAD), after a backoff step.
+- The connection could not be made (`ClientConnectorError`: nothing was sent): retried for every verb.
+- The connection broke after the request went out: retried only for idempotent verbs.
+
+Everything else raises at once: a non-2xx answer as the `errors.ApiError` subclass of its Status,
+a transport failure as `errors.TransportError`. Bodies are decoded with msgspec.
+
+`stream()` opens a long-lived response (watch) with the same limiter, retry rules and errors for
+the opening; reading it is `watch.WatchStream`'s job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+import msgspec
+
+from kubecore.client import errors
+from kubecore.client.clock import REAL_CLOCK, Clock
+from kubecore.client.config import ClientConfig
+from kubecore.client.flowcontrol import Backoff, TokenBucket
+
+if TYPE_CHECKING:
+    from kubecore.client.discovery import Discovery
+    from kubecore.client.resource import ResourceClient
+
+log = logging.getLogger(__name__)
+
+IDEMPOTENT = frozenset({"GET", "HEAD"})
+Params = Mapping[str, str | int | bool | None]
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
+
+
+def default_retry_backoff() -> Backoff:
+    """Delays between retries without a Retry-After: 250 ms doubling to 8 s, 10 % jitter."""
+    return Backoff(duration=0.25, factor=2.0, jitter=0.1, cap=8.0)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The Retry-After header as seconds (integer form only, as client-go reads it)."""
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = int(value.strip())
+    except ValueError:
+        return None
+    return float(seconds) if seconds >= 0 else None
+
+
+def should_retry(*, status: int, method: str, retry_after: float | None) -> bool:
+    """Whether an answer with this code may be retried (module docstring, first three rules)."""
+    if status == 429:
+        return True
+    if status >= 500:
+        return retry_after is not None or method in IDEMPOTENT
+    return False
+
+
+def encode_params(params: Params | None) -> dict[str, str]:
+    """Query parameters as strings, dropping None; booleans as "true"/"false"."""
+    out: dict[str, str] = {}
+    for k, v in (params or {}).items():
+        if v is None:
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
+
+
+class Response:
+    """A finished answer: code, headers and the raw body (decode with `json()`)."""
+
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self) -> Any:
+        return _decode(self.body) if self.body else None
+
+
+class RestClient:
+    """One API server, one connection pool; share it between everything in a process."""
+
+    def __init__(self, config: ClientConfig, *, clock: Clock = REAL_CLOCK,
+                 rate_limiter: TokenBucket | None = None,
+                 retry_backoff: Callable[[], Backoff] = default_retry_backoff,
+                 session: aiohttp.ClientSession | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.rate_limiter = rate_limiter or TokenBucket(config.qps, config.burst, clock=clock)
+        self._retry_backoff = retry_backoff
+        self._session = session
+        self._owns_session = session is None
+        self._discovery: Discovery | None = None
+        self._base = config.server.rstrip("/")
+        self._headers = {"Accept": "application/json", "User-Agent": config.user_agent,
+                         **config.extra_headers}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(ssl=self.config.ssl_context(), limit=0)
+            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=True)
+            self._owns_session = True
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and self._owns_session and not self._session.closed:
+            await self._session.close()
+
+    async def __aenter__(self) -> RestClient:
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    # -- discovery-driven resource clients -------------------------------------------------------
+    @property
+    def discovery(self) -> Discovery:
+        from kubecore.client.discovery import Discovery
+
+        if self._discovery is None:
+            self._discovery = Discovery(self)
+        return self._discovery
+
+    async def resource(self, api_version: str | None, name: str) -> ResourceClient:
+        """A client for one resource, found through discovery by plural, singular, kind or short
+        name (`api_version` None: search every group's preferred version)."""
+        from kubecore.client.resource import ResourceClient
+
+        info = await self.discovery.resolve(api_version, name)
+        return ResourceClient(self, info)
+
+    # -- the one way out ---------------------------------------------------------------------------
+    def _request_headers(self, content_type: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = {**self._headers, **self.config.auth_headers()}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def request(self, method: str, path: str, *, params: Params | None = None,
+                      body: bytes | None = None, content_type: str | None = None,
+                      headers: Mapping[str, str] | None = None) -> Response:
+        """Send with rate limiting and retries; return the 2xx answer or raise a typed error."""
+        timeout = aiohttp.ClientTimeout(total=self.config.timeout)
+        resp = await self._send(method, path, params=params, body=body, content_type=content_type,
+                                headers=headers, timeout=timeout, stream=False)
+        assert isinstance(resp, Response)
+        return resp
+
+    async def stream(self, method: str, path: str, *, params: Params | None = None,
+                     headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
+        """Open a streaming answer (watch): the caller reads and releases it."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0)
+        resp = await self._send(method, path, params=params, body=None, content_type=None,
+                                headers=headers, timeout=timeout, stream=True)
+        assert isinstance(resp, aiohttp.ClientResponse)
+        return resp
+
+    async def _send(self, method: str, path: str, *, params: Params | None, body: bytes | None,
+                    content_type: str | None, headers: Mapping[str, str] | None,
+                    timeout: aiohttp.ClientTimeout, stream: bool) -> Response | aiohttp.ClientResponse:
+        url = self._base + path
+        query = encode_params(params)
+        all_headers = self._request_headers(content_type, headers)
+        backoff = self._retry_backoff()
+        attempt = 0
+        while True:
+            await self.rate_limiter.wait()
+            try:
+                raw = await self._get_session().request(method, url, params=query, data=body,
+                                                        headers=all_headers, timeout=timeout)
+                if stream and 200 <= raw.status < 300:
+                    return raw
+                try:
+                    data = await raw.read()
+                finally:
+                    raw.release()
+            except asyncio.CancelledError:
+                raise
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+                connect_failed = isinstance(e, aiohttp.ClientConnectorError)
+                if attempt < self.config.max_retries and (connect_failed or method in IDEMPOTENT):
+                    attempt += 1
+                    delay = backoff.step()
+                    log.debug("%s %s: %s; retry %d in %.2fs", method, path, e, attempt, delay)
+                    await self.clock.sleep(delay)
+                    continue
+                raise errors.TransportError(f"{method} {url}: {type(e).__name__}: {e}") from e
+            if 200 <= raw.status < 300:
+                return Response(raw.status, raw.headers, data)
+            wait = retry_after_seconds(raw.headers)
+            if attempt < self.config.max_retries and should_retry(status=raw.status, method=method,
+                                                                   retry_after=wait):
+                attempt += 1
+                delay = wait if wait is not None else backoff.step()
+                log.debug("%s %s: HTTP %d; retry %d in %.2fs", method, path, raw.status, attempt, delay)
+                await self.clock.sleep(delay)
+                continue
+            status = errors.status_from_body(data, code=raw.status)
+            raise errors.error_for(status, code=raw.status, retry_after=wait)
+
+    # -- JSON conveniences -------------------------------------------------------------------------
+    async def get_json(self, path: str, *, params: Params | None = None,
+                       headers: Mapping[str, str] | None = None) -> Any:
+        return (await self.request("GET", path, params=params, headers=headers)).json()
+
+    async def send_json(self, method: str, path: str, obj: Any, *, params: Params | None = None,
+                        content_type: str = "application/json") -> Any:
+        body = obj if isinstance(obj, bytes) else _encode(obj)
+        return (await self.request(method, path, params=params, body=body, content_type=content_type)).json()
+

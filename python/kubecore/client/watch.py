@@ -1,0 +1,164 @@
+"""Reading a watch: newline-delimited JSON events off a chunked HTTP answer, as an async iterator.
+
+    async with await pods.watch(namespace="ns", resource_version="42") as stream:
+        async for ev in stream:
+            ev.type        # "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
+            ev.raw         # the object's JSON bytes, exactly as the server sent them
+            ev.object      # decoded on first access (msgspec), then kept
+
+An event is split off the byte stream at each newline (the JSON framer every Kubernetes server
+uses: one event per line); lines may arrive in any chunking and be of any size. Only the envelope
+is decoded eagerly (`type` plus the object as `msgspec.Raw`), so a consumer that stores bytes (the
+informer's cache) never pays for a dict it does not need.
+
+The iterator ends when the server closes the stream (timeoutSeconds elapsed, server shutdown).
+A connection that breaks mid-stream also just ends the iteration, and `stream.broken` says so —
+the reflector treats both as "watch again from the last resourceVersion", as client-go's
+StreamWatcher does. An ERROR event is yielded like any other; `ev.error()` turns its Status into
+the typed exception (410 -> `errors.Gone`). `close()` (or leaving the `async with`) releases the
+connection at once, also from another task while one is blocked reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from kubecore.client import errors
+
+log = logging.getLogger(__name__)
+
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+class _Envelope(msgspec.Struct):
+    type: str
+    object: msgspec.Raw
+
+
+_envelope = msgspec.json.Decoder(_Envelope)
+_decode = msgspec.json.decode
+
+
+class _Meta(msgspec.Struct):
+    resourceVersion: str = ""
+    annotations: dict[str, str] | None = None
+
+
+class _ObjMeta(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+_meta_decoder = msgspec.json.Decoder(_ObjMeta)
+
+
+class WatchEvent:
+    """One event; `object` is decoded lazily from `raw`."""
+
+    __slots__ = ("type", "raw", "_object")
+
+    def __init__(self, type: str, raw: bytes, obj: dict[str, Any] | None = None) -> None:
+        self.type = type
+        self.raw = raw
+        self._object = obj
+
+    @property
+    def object(self) -> dict[str, Any]:
+        if self._object is None:
+            decoded = _decode(self.raw)
+            self._object = decoded if isinstance(decoded, dict) else {}
+        return self._object
+
+    def resource_version(self) -> str:
+        """metadata.resourceVersion without decoding the whole object."""
+        if self._object is not None:
+            return str((self._object.get("metadata") or {}).get("resourceVersion") or "")
+        return _meta_decoder.decode(self.raw).metadata.resourceVersion
+
+    def is_initial_events_end(self) -> bool:
+        """A BOOKMARK that ends a sendInitialEvents stream."""
+        if self.type != BOOKMARK:
+            return False
+        ann = _meta_decoder.decode(self.raw).metadata.annotations or {}
+        return ann.get(INITIAL_EVENTS_END) == "true"
+
+    def error(self) -> errors.ApiError:
+        """The typed error of an ERROR event's Status."""
+        status = self.object
+        code = status.get("code")
+        return errors.error_for(status, code=int(code) if isinstance(code, int) else 500)
+
+    def __repr__(self) -> str:
+        return f"WatchEvent({self.type}, {len(self.raw)} bytes)"
+
+
+def parse_line(line: bytes) -> WatchEvent:
+    env = _envelope.decode(line)
+    return WatchEvent(env.type, bytes(env.object))
+
+
+class WatchStream:
+    """An open watch. Iterate once; close when done (idempotent)."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self._closed = False
+        self.broken = False
+        """True when the stream ended because the connection broke, not because the server ended it."""
+        self.events = 0
+        self._iter: AsyncIterator[WatchEvent] | None = None
+
+    async def __aenter__(self) -> WatchStream:
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._response.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        """One iterator per stream: a second `async for` continues where the first stopped."""
+        if self._iter is None:
+            self._iter = self._events()
+        return self._iter
+
+    async def _events(self) -> AsyncIterator[WatchEvent]:
+        buf = bytearray()
+        try:
+            async for chunk in self._response.content.iter_any():
+                buf += chunk
+                start = 0
+                while (nl := buf.find(b"\n", start)) >= 0:
+                    line, start = bytes(buf[start:nl]), nl + 1
+                    if line.strip():
+                        self.events += 1
+                        yield parse_line(line)
+                if start:
+                    del buf[:start]
+            if bytes(buf).strip():  # a last event without its newline
+                self.events += 1
+                yield parse_line(bytes(buf))
+        except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
+            if not self._closed:
+                self.broken = True
+                log.debug("watch stream broke: %s", e)
+        except msgspec.DecodeError as e:
+            self.broken = True
+            log.warning("watch stream sent an undecodable event: %s", e)
+        finally:
+            self.close()
