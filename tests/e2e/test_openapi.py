@@ -1,20 +1,26 @@
-"""Published OpenAPI (/openapi/v2, /openapi/v3), `kubectl explain`, and fieldValidation over HTTP.
+"""Published OpenAPI (/openapi/v2 as JSON and protobuf, /openapi/v3), `kubectl explain`, and
+fieldValidation over HTTP.
 
 kubectl explain (1.37) reads /openapi/v3, follows the group-version's `serverRelativeURL` (with its
-`?hash=`) and renders the kind's schema from `components.schemas`. Field validation is checked with
-plain HTTP so that what the server answers (Status bodies, Warning headers) is seen unfiltered.
+`?hash=`) and renders the kind's schema from `components.schemas`; with `--output=plaintext-openapiv2`
+it reads /openapi/v2 as protobuf through client-go's discovery `OpenAPISchema()`, as Helm does. The
+protobuf answers are decoded with the unit tests' independent decoder. Field validation is checked
+with plain HTTP so that what the server answers (Status bodies, Warning headers) is seen unfiltered.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
+import uuid
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import Kubectl, Server
+from tests.unit.apiserver.test_openapi_proto import decode, to_json
 
 
 def _request(server: Server, method: str, path: str, body: bytes | None = None, *,
@@ -74,7 +80,7 @@ def test_v3_index_and_documents_with_schemas(server: Server) -> None:
     assert _request(server, "GET", "/openapi/v3/apis/nope/v1")[0] == 404
 
 
-def test_v2_json_with_every_definition_and_406_for_protobuf_only(server: Server) -> None:
+def test_v2_json_with_every_definition(server: Server) -> None:
     status, headers, raw = _request(server, "GET", "/openapi/v2")
     assert status == 200 and headers["content-type"][0].startswith("application/json")
     doc = json.loads(raw)
@@ -88,8 +94,113 @@ def test_v2_json_with_every_definition_and_406_for_protobuf_only(server: Server)
     assert spec["x-kubernetes-patch-merge-key"] == "name"
     status, _, _ = _request(server, "GET", "/openapi/v2", headers={"If-None-Match": headers["etag"][0]})
     assert status == 304
-    status, _, raw = _request(server, "GET", "/openapi/v2", accept="application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
-    assert status == 406
+    assert _request(server, "GET", "/openapi/v2", accept="application/yaml")[0] == 406
+
+
+# ---- /openapi/v2 as protobuf -------------------------------------------------------------------
+
+PB = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+PB_ANSWER = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"  # upstream answers the new spelling
+
+
+def test_v2_protobuf_is_the_json_document(server: Server) -> None:
+    status, jheaders, jraw = _request(server, "GET", "/openapi/v2")
+    assert status == 200
+    status, headers, raw = _request(server, "GET", "/openapi/v2", accept=PB)
+    assert status == 200, raw[:200]
+    assert headers["content-type"] == [PB_ANSWER]
+    assert headers["etag"] == jheaders["etag"] and headers["vary"] == ["Accept"] and "last-modified" in headers
+    assert to_json(decode(raw)) == json.loads(jraw)
+    # revalidation as client-go's HTTP cache does it, with either validator
+    assert _request(server, "GET", "/openapi/v2", accept=PB, headers={"If-None-Match": headers["etag"][0]})[0] == 304
+    since = {"If-Modified-Since": headers["last-modified"][0]}
+    assert _request(server, "GET", "/openapi/v2", accept=PB, headers=since)[0] == 304
+    # the newer spelling, and a client that accepts both (first clause wins at equal q)
+    assert _request(server, "GET", "/openapi/v2", accept=PB_ANSWER)[2] == raw
+    status, headers, _ = _request(server, "GET", "/openapi/v2", accept=f"{PB}, application/json")
+    assert headers["content-type"] == [PB_ANSWER]
+    status, headers, _ = _request(server, "GET", "/openapi/v2", accept=f"application/json, {PB}")
+    assert headers["content-type"][0].startswith("application/json")
+
+
+def test_v2_protobuf_with_the_official_client(server: Server) -> None:
+    import kubernetes as k8s  # a test dependency: missing is a failure, not a skip
+
+    client = k8s.config.new_client_from_config(config_file=str(server.kubeconfig))
+    try:
+        method, url, headers, _, _ = client.param_serialize("GET", "/openapi/v2", header_params={"Accept": PB},
+                                                            auth_settings=["BearerToken"])
+        resp = client.call_api(method, url, header_params=headers)
+        assert resp.status == 200 and resp.getheader("Content-Type") == PB_ANSWER
+        doc = decode(resp.read())
+    finally:
+        client.close()
+    assert doc.swagger == "2.0"
+    names = {n.name for n in doc.definitions.additional_properties}
+    assert {"io.k8s.api.core.v1.Pod", "io.k8s.api.apps.v1.Deployment"} <= names
+
+
+def _explain_fields(out: str) -> dict[str, str]:
+    """field name -> type from `kubectl explain` FIELDS (either output format)."""
+    fields = out.split("FIELDS:", 1)[1]
+    return {m.group(1): m.group(2) for m in re.finditer(r"^\s+(\w+)\t<([^>]+)>", fields, re.M)}
+
+
+def test_explain_plaintext_openapiv2(kubectl: Kubectl) -> None:
+    """kubectl reads /openapi/v2 as protobuf (client-go's OpenAPISchema) for the v2 renderer."""
+    v2 = kubectl.ok("explain", "--output=plaintext-openapiv2", "pods.spec.containers")
+    assert "KIND:     Pod" in v2 and "VERSION:  v1" in v2 and "RESOURCE: containers <[]Object>" in v2
+    assert "name\t<string> -required-" in v2
+    v2_fields, v3_fields = _explain_fields(v2), _explain_fields(kubectl.ok("explain", "pods.spec.containers"))
+    assert set(v2_fields) == set(v3_fields) and {"image", "ports", "resources", "env"} <= set(v2_fields)
+    for name in ("name", "image", "args", "stdin", "terminationMessagePath"):
+        assert v2_fields[name] == v3_fields[name], name  # primitives read the same in both
+    assert v2_fields["ports"] == "[]Object" and v3_fields["ports"] == "[]ContainerPort"
+    limits = kubectl.ok("explain", "--output=plaintext-openapiv2", "pods.spec.containers.resources.limits")
+    assert "<map[string]string>" in limits
+    assert "replicas\t<integer>" in kubectl.ok("explain", "--output=plaintext-openapiv2", "deployments.spec")
+
+
+GADGET_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.GROUP}
+spec:
+  group: GROUP
+  scope: Namespaced
+  names: {plural: gadgets, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [color]
+            properties:
+              color: {type: string, enum: [red, green]}
+              count: {type: integer, minimum: 1, default: 2}
+"""
+
+
+def test_custom_resource_in_the_protobuf_document(kubectl: Kubectl, server: Server) -> None:
+    group = f"pb{uuid.uuid4().hex[:6]}.example.com"
+    _, before, _ = _request(server, "GET", "/openapi/v2", accept=PB)
+    kubectl.ok("apply", "-f", "-", input=GADGET_CRD.replace("GROUP", group))
+    kubectl.ok("wait", "--for", "condition=established", f"crd/gadgets.{group}", "--timeout=20s")
+    status, headers, raw = _request(server, "GET", "/openapi/v2", accept=PB)
+    assert status == 200 and headers["etag"] != before["etag"]
+    defs = to_json(decode(raw))["definitions"]
+    gadget = defs[".".join([*reversed(group.split(".")), "v1", "Gadget"])]
+    assert gadget["x-kubernetes-group-version-kind"] == [{"group": group, "kind": "Gadget", "version": "v1"}]
+    spec = gadget["properties"]["spec"]
+    assert spec["required"] == ["color"] and spec["properties"]["color"]["enum"] == ["red", "green"]
+    assert spec["properties"]["count"] == {"type": "integer", "minimum": 1, "default": 2}
+    out = kubectl.ok("explain", "--output=plaintext-openapiv2", f"gadgets.{group}.spec")
+    assert "color\t<string> -required-" in out and "count\t<integer>" in out
 
 
 # ---- kubectl explain ---------------------------------------------------------------------------

@@ -12,10 +12,15 @@ What clients read:
 Documents are built lazily and cached per registry fingerprint (a registry change rebuilds them).
 A v3 document is addressed by the hash of its bytes (`?hash=`): the current hash is served with
 upstream's immutable caching headers, an old one is redirected to the current URL. Every document
-carries an ETag and answers `If-None-Match` with 304. `/openapi/v2` is served as JSON; a client that
-accepts only the protobuf form gets a bare 406 as upstream's handler answers for a type it lacks
-(client-go's discovery then reports the v2 schema as unavailable and kubectl falls back to v3 or
-its compiled-in types).
+carries an ETag and answers `If-None-Match` with 304.
+
+`/openapi/v2` is negotiated as upstream's kube-openapi handler does: JSON, or gnostic's protobuf
+`Document` (openapi_proto) for `application/com.github.proto-openapi.spec.v2@v1.0+protobuf` (what
+client-go's `OpenAPISchema()` sends) or its newer `...spec.v2.v1.0+protobuf` spelling, both answered
+with the latter as Content-Type. Accept clauses are tried by descending q, concrete types before
+wildcards, and within a clause JSON wins (`*/*` and `application/*` get JSON); nothing acceptable is a
+bare 406. Both forms carry the JSON's ETag, `Last-Modified` (when the document was built) and
+`Vary: Accept`, and answer `If-None-Match` / `If-Modified-Since` with 304.
 """
 
 from __future__ import annotations
@@ -23,22 +28,27 @@ from __future__ import annotations
 import copy
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from email.utils import formatdate
+from email.utils import formatdate, parsedate_to_datetime
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
 from kubecore.api.registry import Registry, ResourceType
-from kubecore.apiserver import openapi_schema as schemas
+from kubecore.apiserver import openapi_proto, openapi_schema as schemas
 
 QUERY_PARAMS = ("dryRun", "fieldManager", "fieldValidation", "force")
 PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
                "application/strategic-merge-patch+json", "application/apply-patch+yaml")
 META_KINDS = ("DeleteOptions", "Status", "WatchEvent")
-JSON_TYPES = ("application/json", "application/*", "*/*")
 YEAR_SECONDS = 365 * 24 * 3600
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+# upstream's order of preference within one Accept clause: (media type, Content-Type answered)
+V2_FORMATS = (("application/json", "application/json"),
+              ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf", V2_PROTOBUF),
+              (V2_PROTOBUF, V2_PROTOBUF))
 Doc = dict[str, Any]
 
 
@@ -189,12 +199,13 @@ def _v2_paths(paths: dict[str, Any]) -> dict[str, Any]:
 @dataclass
 class Encoded:
     body: bytes
-    etag: str  # upstream's: the uppercase hex SHA-512 of the bytes
+    etag: str  # upstream's: the uppercase hex SHA-512 of the (JSON) bytes
+    built: float = 0.0  # when the document was built (Last-Modified), epoch seconds; 0: not sent
 
 
-def _encoded(doc: Doc) -> Encoded:
+def _encoded(doc: Doc, built: float = 0.0) -> Encoded:
     body = msgspec.json.encode(doc)
-    return Encoded(body, hashlib.sha512(body).hexdigest().upper())
+    return Encoded(body, hashlib.sha512(body).hexdigest().upper(), built)
 
 
 @dataclass
@@ -203,6 +214,7 @@ class Cache:
 
     fingerprint: Any = None
     v2: Encoded | None = None
+    v2_proto: Encoded | None = None  # same ETag and time as v2
     v3: dict[str, Encoded] = field(default_factory=dict)
 
 
@@ -215,8 +227,9 @@ def fingerprint(registry: Registry) -> Any:
 class OpenAPI:
     """The documents of one registry, cached, and the handlers that serve them."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, clock: Callable[[], float] = time.time) -> None:
         self.registry = registry
+        self.clock = clock
         self.cache = Cache()
 
     def _current(self) -> Cache:
@@ -237,8 +250,18 @@ class OpenAPI:
     def v2(self) -> Encoded:
         cache = self._current()
         if cache.v2 is None:
-            cache.v2 = _encoded(Builder(self.registry, v3=False).v2_document())
+            cache.v2 = _encoded(Builder(self.registry, v3=False).v2_document(), self.clock())
         return cache.v2
+
+    def v2_protobuf(self) -> Encoded:
+        """The v2 document as gnostic's protobuf `Document`, with the JSON form's ETag and time;
+        like upstream, made from the JSON bytes (so both forms always say the same)."""
+        enc = self.v2()
+        cache = self.cache
+        if cache.v2_proto is None:
+            body = openapi_proto.encode_document(msgspec.json.decode(enc.body))
+            cache.v2_proto = Encoded(body, enc.etag, enc.built)
+        return cache.v2_proto
 
     def index(self) -> Doc:
         out: dict[str, Any] = {}
@@ -253,9 +276,11 @@ class OpenAPI:
         """Answers /openapi/v2, /openapi/v3 and /openapi/v3/<gv>; None for any other path."""
         path = request.path.rstrip("/")
         if path == "/openapi/v2":
-            if not accepts_json(request.headers.get("Accept", "")):
-                return web.Response(status=406)
-            return _respond(request, self.v2())
+            content_type = negotiate_v2(request.headers.get("Accept", ""))
+            if content_type is None:
+                return web.Response(status=406, headers={"Vary": "Accept"})
+            v2 = self.v2() if content_type == "application/json" else self.v2_protobuf()
+            return _respond(request, v2, content_type=content_type, vary=True)
         if path == "/openapi/v3":
             return _respond(request, _encoded(self.index()), etag=False)
         if not path.startswith("/openapi/v3/"):
@@ -279,25 +304,64 @@ def parse_gv(gv: str) -> tuple[str, str]:
     return "-", "-"
 
 
-def accepts_json(accept: str) -> bool:
-    """Whether an Accept header admits JSON (an absent header does)."""
-    if not accept.strip():
-        return True
-    for clause in accept.split(","):
-        media = clause.split(";")[0].strip().lower()
-        if media in JSON_TYPES:
-            return True
-    return False
+def _accept_clauses(accept: str) -> list[tuple[str, str]]:
+    """(type, subtype) of each Accept clause, best first: by q, then concrete before wildcard types
+    and subtypes, then in the order given (upstream's goautoneg order). A missing header is `*/*`."""
+    ranked: list[tuple[float, bool, bool, int, str, str]] = []
+    for i, clause in enumerate((accept.strip() or "*/*").split(",")):
+        media, *params = (p.strip() for p in clause.split(";"))
+        kind, _, sub = ("*/*" if media == "*" else media).lower().partition("/")
+        if not kind or not sub:
+            continue
+        q = 1.0
+        for p in params:
+            name, _, value = p.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        ranked.append((-q, kind == "*", sub == "*", i, kind, sub))
+    return [(kind, sub) for *_, kind, sub in sorted(ranked)]
 
 
-def _respond(request: web.Request, enc: Encoded, *, etag: bool = True, immutable: bool = False) -> web.Response:
-    headers: dict[str, str] = {}
+def negotiate_v2(accept: str) -> str | None:
+    """The Content-Type to answer /openapi/v2 with for this Accept header; None: 406."""
+    for kind, sub in _accept_clauses(accept):
+        for media, content_type in V2_FORMATS:
+            have_kind, _, have_sub = media.partition("/")
+            if kind in ("*", have_kind) and sub in ("*", have_sub):
+                return content_type
+    return None
+
+
+def _not_modified(request: web.Request, enc: Encoded, quoted: str) -> bool:
+    """http.ServeContent's rules: If-None-Match (any listed tag, weakly compared, or `*`) decides when
+    present; otherwise If-Modified-Since against the build time (whole seconds)."""
+    inm = request.headers.get("If-None-Match")
+    if inm is not None:
+        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
+        return "*" in tags or quoted in tags
+    ims = request.headers.get("If-Modified-Since")
+    if ims is None or not enc.built:
+        return False
+    try:
+        return int(enc.built) <= parsedate_to_datetime(ims).timestamp()
+    except (TypeError, ValueError):
+        return False
+
+
+def _respond(request: web.Request, enc: Encoded, *, etag: bool = True, immutable: bool = False,
+             content_type: str = "application/json", vary: bool = False) -> web.Response:
+    headers: dict[str, str] = {"Vary": "Accept"} if vary else {}
     if etag:
         quoted = f'"{enc.etag}"'
         headers["Etag"] = quoted
-        if request.headers.get("If-None-Match") == quoted:
+        if _not_modified(request, enc, quoted):
             return web.Response(status=304, headers=headers)
+    if enc.built:
+        headers["Last-Modified"] = formatdate(enc.built, usegmt=True)
     if immutable:
         headers["Cache-Control"] = "public, immutable"
         headers["Expires"] = formatdate(usegmt=True, timeval=time.time() + YEAR_SECONDS)
-    return web.Response(body=enc.body, content_type="application/json", headers=headers)
+    return web.Response(body=enc.body, content_type=content_type, headers=headers)

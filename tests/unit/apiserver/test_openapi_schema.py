@@ -159,10 +159,3 @@ def test_custom_kinds_appear_and_documents_follow_the_registry() -> None:
     assert "com.example.v1.Widget" in v2["definitions"]
     reg.remove("example.com", "v1", "widgets")
     assert "apis/example.com/v1" not in o.index()["paths"]
-
-
-def test_accept_negotiation() -> None:
-    assert openapi.accepts_json("")
-    assert openapi.accepts_json("application/json")
-    assert openapi.accepts_json("application/com.github.proto-openapi.spec.v2@v1.0+protobuf, */*;q=0.1")
-    assert not openapi.accepts_json("application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
