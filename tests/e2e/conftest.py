@@ -117,8 +117,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "python"), env.get("PYTHONPATH", "")) if p)
+    # The API server alone: these tests check API semantics, including the finalizers the
+    # garbage collector and namespace controller act on (tests/integration/test_controllers_*.py
+    # run `up` and the controller manager).
     cmd = [sys.executable, "-m", "kubecore.cli.main", "up", "--data-dir", str(data_dir),
-           "--listen", f"127.0.0.1:{port}"]
+           "--listen", f"127.0.0.1:{port}", "--controllers", ""]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, cwd=str(base))

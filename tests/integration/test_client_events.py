@@ -4,18 +4,10 @@ after identical repeats (strategic merge PATCH), and the aggregate of similar ev
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,52 +15,7 @@ import pytest
 from kubecore.client._http import HttpClient
 from kubecore.client.events import EventBroadcaster
 
-REPO = Path(__file__).resolve().parents[2]
-STARTUP = 30.0
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`kubecore apiserver` on a free loopback port (as tests/e2e/conftest.py starts one)."""
-    base = tmp_path_factory.mktemp("events")
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    pythonpath = os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYTHONPATH=pythonpath)
-    log = open(base / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "kubecore.cli.main", "apiserver", "--data-dir", str(base / "data"),
-                             "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env, cwd=str(base))
-    try:
-        deadline = time.monotonic() + STARTUP
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"apiserver exited {proc.returncode}: {(base / 'server.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url + "/readyz", timeout=1.0) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("apiserver not ready")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        log.close()
 
 
 def _http(method: str, url: str, body: Any = None) -> Any:

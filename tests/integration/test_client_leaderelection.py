@@ -6,18 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,52 +17,8 @@ import pytest
 from kubecore.client._http import HttpClient
 from kubecore.client.leaderelection import LeaderElector, LeaseLock
 
-REPO = Path(__file__).resolve().parents[2]
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 GENEROUS = 30.0  # seconds to wait for something that takes ~2 s; a bound, never an assertion
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`kubecore apiserver` on a free loopback port (as tests/e2e/conftest.py starts one)."""
-    base = tmp_path_factory.mktemp("le")
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    pythonpath = os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")]))
-    env = dict(os.environ, PYTHONPATH=pythonpath)
-    log = open(base / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "kubecore.cli.main", "apiserver", "--data-dir", str(base / "data"),
-                             "--listen", f"127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=env, cwd=str(base))
-    try:
-        deadline = time.monotonic() + GENEROUS
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"apiserver exited {proc.returncode}: {(base / 'server.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(url + "/readyz", timeout=1.0) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("apiserver not ready")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        log.close()
 
 
 def _get(url: str) -> Any:

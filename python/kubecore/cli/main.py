@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubecore.cli import apiserver_cmd, store_cmd
+from kubecore.cli import apiserver_cmd, controller_manager_cmd, store_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,6 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     store_cmd.register(sub)
     apiserver_cmd.register(sub)
+    controller_manager_cmd.register(sub)
     return parser
 
 

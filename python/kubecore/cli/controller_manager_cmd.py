@@ -1,0 +1,131 @@
+"""`kubecore controller-manager`: the built-in controllers against any API server.
+
+Flags follow kube-controller-manager's names: --kubeconfig, --controllers (comma list; "*" =
+defaults, "-name" turns one off), --leader-elect / --no-leader-elect, --leader-elect-lease-duration,
+--leader-elect-renew-deadline, --leader-elect-retry-period (Go durations such as "15s", "500ms",
+or plain seconds), --leader-elect-resource-namespace/-name, --concurrent-gc-syncs,
+--concurrent-namespace-syncs, --kube-api-qps, --kube-api-burst. SIGINT/SIGTERM stop it cleanly
+(controllers stopped, lease released). Exit status 1 when leadership is lost, as upstream.
+
+`kubecore up` starts this command as its child process once the API server is ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import signal
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Go's time.ParseDuration for the units that matter here ("1m30s", "500ms"), or plain seconds."""
+    s = text.strip()
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    pos, total = 0, 0.0
+    for m in DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or not s:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 15s, 500ms, 1m)")
+    return total
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("controller-manager", help="run the built-in controllers (garbage collector, namespace, ...)")
+    p.add_argument("--kubeconfig", type=Path, default=None, help="kubeconfig of the API server (default: $KUBECONFIG)")
+    p.add_argument("--controllers", default="*", help='comma list of controllers; "*" = defaults, "-foo" disables foo')
+    p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                   help="compete for a Lease and run controllers only while holding it (default: on)")
+    p.add_argument("--leader-elect-lease-duration", type=parse_duration, default=15.0, metavar="DURATION")
+    p.add_argument("--leader-elect-renew-deadline", type=parse_duration, default=10.0, metavar="DURATION")
+    p.add_argument("--leader-elect-retry-period", type=parse_duration, default=2.0, metavar="DURATION")
+    p.add_argument("--leader-elect-resource-namespace", default="kube-system")
+    p.add_argument("--leader-elect-resource-name", default="kube-controller-manager")
+    p.add_argument("--concurrent-gc-syncs", type=int, default=20)
+    p.add_argument("--concurrent-namespace-syncs", type=int, default=10)
+    p.add_argument("--kube-api-qps", type=float, default=1000.0, help="client requests per second (<= 0: no limit)")
+    p.add_argument("--kube-api-burst", type=int, default=2000)
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    p.set_defaults(run=_run)
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kubecore.client.config import ConfigError, load_kubeconfig
+    from kubecore.controllers.base import UnknownController
+    from kubecore.controllers.manager import ControllerManager, ManagerOptions
+
+    _configure_logging(args.verbose if args.verbose else 1)
+    try:
+        config = load_kubeconfig(args.kubeconfig)
+    except ConfigError as e:
+        print(f"kubecore: error: {e}", file=sys.stderr)
+        return 2
+    config.qps, config.burst = args.kube_api_qps, args.kube_api_burst
+    options = ManagerOptions(
+        controllers=[args.controllers], leader_elect=args.leader_elect,
+        lease_duration=args.leader_elect_lease_duration, renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period, lease_namespace=args.leader_elect_resource_namespace,
+        lease_name=args.leader_elect_resource_name,
+        workers={"garbagecollector": args.concurrent_gc_syncs, "namespace": args.concurrent_namespace_syncs})
+    try:
+        manager = ControllerManager(config, options=options)
+    except (UnknownController, ValueError) as e:
+        print(f"kubecore: error: {e}", file=sys.stderr)
+        return 2
+    return run_loop(_until_signalled(manager.run()))
+
+
+async def _until_signalled(main: Any) -> int:
+    task: asyncio.Task[int] = asyncio.ensure_future(main)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        print("kubecore: controller manager stopped", file=sys.stderr, flush=True)
+        return 0
+
+
+def run_loop(coro: Any) -> int:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        code: int = asyncio.run(coro)
+        return code
+    result: int = uvloop.run(coro)
+    return result
+
+
+async def wait_ready(url: str) -> None:
+    while not await asyncio.to_thread(_ready, url):
+        await asyncio.sleep(0.2)
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/readyz", timeout=1.0) as resp:
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
