@@ -86,7 +86,8 @@ def free_port() -> int:
 
 
 class Server:
-    """`python -m kubecore.cli.main up` in a temp dir; the Popen pid is the server process itself."""
+    """`python -m kubecore.cli.main up --controllers ""` in a temp dir (the API server alone: no
+    controller manager competing for the cores); the Popen pid is the server process itself."""
 
     def __init__(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="kubecore-apibench-"))
@@ -94,7 +95,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.errlog = open(self.dir / "server.stderr", "w+b")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "kubecore.cli.main", "up", "--data-dir", str(self.dir / "data"),
-               "--listen", f"127.0.0.1:{self.port}"]
+               "--listen", f"127.0.0.1:{self.port}", "--controllers", ""]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errlog, cwd=ROOT)
         self.pid = self.proc.pid
 
