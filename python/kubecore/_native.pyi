@@ -36,6 +36,8 @@ __all__ = [
     "Compare",
     "Op",
     "prefix_end",
+    "FieldPathError",
+    "FieldFacts",
 ]
 
 _CompareOp: TypeAlias = Literal["=", "!=", "<", ">"]
@@ -44,6 +46,8 @@ _CompareOp: TypeAlias = Literal["=", "!=", "<", ">"]
 # ok=False it is the exception (a StoreError subclass or ValueError). Typed Any because callers
 # (kubecore.store._bridge) hand it to Future.set_result / set_exception depending on ok.
 _Completion: TypeAlias = tuple[int, bool, Any]
+# A field path of kubecore.api.managedfields: (("f", "spec"), ("k", '{"name":"main"}'), ...).
+_Path: TypeAlias = tuple[tuple[str, Any], ...]
 
 def prefix_end(prefix: bytes) -> bytes:
     """The smallest key greater than every key that starts with `prefix` (b"\\0" when none is)."""
@@ -407,3 +411,36 @@ class NativeCacheWatcher:
         """The revision a BOOKMARK may carry now (None while something is pending)."""
 
     def cancel(self) -> None: ...
+
+# ---- field sets (rust/py/src/fieldpath.rs) -------------------------------------------------------
+
+class FieldPathError(ValueError):
+    """An object that cannot be turned into field paths (a keyed list item without its key)."""
+
+@final
+class FieldFacts:
+    """One kind's list and map facts (kubecore.api.typefacts' rules over its name tables, or a
+    custom resource's structural schema) and the walkers over them."""
+
+    def __new__(
+        cls,
+        group: str,
+        kind: str,
+        *,
+        typed: bool,
+        keyed: dict[str, tuple[list[str], bool]],
+        container_ports: Sequence[str],
+        service_ports: Sequence[str],
+        container_fields: Sequence[str],
+        atomic_maps: Sequence[str],
+        key_defaults: dict[str, str],
+        schema: bytes | None = None,
+    ) -> FieldFacts: ...
+    def field_set(self, obj: bytes, skip: Sequence[str]) -> set[_Path]:
+        """ToFieldSet of `obj` (the JSON of a map), outside the top-level fields `skip`.
+        Raises FieldPathError, ValueError (not JSON), RecursionError (nested too deep)."""
+
+    def compare(
+        self, lhs: bytes | None, rhs: bytes | None, skip: Sequence[str]
+    ) -> tuple[set[_Path], set[_Path], set[_Path]]:
+        """typed.Compare from `lhs` to `rhs` (JSON; None: absent): (added, modified, removed)."""

@@ -29,8 +29,9 @@ from typing import Any
 
 import msgspec
 
+from kubecore import _native
 from kubecore.api.errors import encode_go_json, go_quote
-from kubecore.api.typefacts import KEY_DEFAULTS, ListType, TypeFacts
+from kubecore.api.typefacts import KEY_DEFAULTS, ListType, SchemaFacts, TypeFacts, name_tables
 
 __all__ = [
     "ABSENT", "PE", "Path", "FieldPathError", "canon", "item_element", "path_string", "to_fields_v1",
@@ -53,8 +54,9 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
-class FieldPathError(ValueError):
-    """An object that cannot be turned into field paths (a keyed list item without its key)."""
+# An object that cannot be turned into field paths (a keyed list item without its key): a
+# ValueError, raised by the native walkers as well as by item_element.
+FieldPathError = _native.FieldPathError
 
 
 # ---- path elements ------------------------------------------------------------------------------
@@ -299,66 +301,46 @@ def filter_paths(paths: Iterable[Path], skip: frozenset[str]) -> set[Path]:
     return {p for p in paths if not p or p[0][1] not in skip}
 
 
-def _without(obj: Any, skip: frozenset[str]) -> Any:
-    if not skip or not isinstance(obj, dict):
-        return obj
-    return {k: v for k, v in obj.items() if k not in skip}
+# ---- the walkers: ToFieldSet and Compare, native ----------------------------------------------------
+# kubecore._native.FieldFacts (rust/fieldpath) walks the JSON of whole objects; it applies the
+# rules of TypeFacts / SchemaFacts to typefacts' name tables (or to a CRD's structural schema),
+# handed over once per facts object. tests/unit/api/fieldpath_reference.py holds the Python
+# walkers it reproduces (the oracle of a differential test).
+
+_encode_obj = msgspec.json.Encoder().encode
+_NATIVE: dict[TypeFacts, _native.FieldFacts] = {}
+_NATIVE_SIZE = 1024
 
 
-# ---- ToFieldSet ------------------------------------------------------------------------------------
+def _build_native(facts: TypeFacts) -> _native.FieldFacts:
+    t = name_tables()
+    schema: bytes | None = None
+    if isinstance(facts, SchemaFacts):
+        schema = _encode_obj(facts.schema)
+    elif type(facts) is not TypeFacts:
+        raise TypeError(f"no native field-set walker for {type(facts).__name__}: use TypeFacts or SchemaFacts")
+    return _native.FieldFacts(
+        facts.group, facts.kind, typed=facts.typed, keyed=t.keyed, container_ports=t.container_ports,
+        service_ports=t.service_ports, container_fields=t.container_fields, atomic_maps=t.atomic_maps,
+        key_defaults={k: canon(v) for k, v in t.key_defaults.items()}, schema=schema)
+
+
+def _walker(facts: TypeFacts) -> _native.FieldFacts:
+    native = _NATIVE.get(facts)
+    if native is None:
+        if len(_NATIVE) >= _NATIVE_SIZE:
+            _NATIVE.clear()
+        native = _NATIVE[facts] = _build_native(facts)
+    return native
+
 
 def field_set(obj: Any, facts: TypeFacts, *, skip: frozenset[str] = frozenset()) -> set[Path]:
     """The fields an object (an applied configuration) sets: leaves, list items, empty maps,
     nulls; nothing under the top-level fields `skip`."""
-    out: set[Path] = set()
-    if isinstance(obj, dict):
-        _fs_map(_without(obj, skip), (), (), facts, out)
-    return out
+    if not isinstance(obj, dict):
+        return set()
+    return _walker(facts).field_set(_encode_obj(obj), tuple(skip) if skip else ())
 
-
-def _fs_node(v: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, out: set[Path]) -> None:
-    if isinstance(v, dict):
-        if facts.atomic_map(names):
-            out.add(path)
-        else:
-            _fs_map(v, path, names, facts, out)
-    elif isinstance(v, list):
-        lt = facts.list_type(names)
-        if lt.atomic:
-            out.add(path)
-        else:
-            _fs_list(v, lt, path, names, facts, out)
-    else:
-        out.add(path)
-
-
-def _fs_map(m: dict[str, Any], path: Path, names: tuple[str, ...], facts: TypeFacts, out: set[Path]) -> None:
-    for k, v in m.items():
-        p = path + (("f", k),)
-        _fs_node(v, p, names + (k,), facts, out)
-        if v is None or (isinstance(v, dict) and not v):
-            out.add(p)
-
-
-def _fs_list(items: list[Any], lt: ListType, path: Path, names: tuple[str, ...], facts: TypeFacts,
-             out: set[Path]) -> None:
-    pes = [item_element(item, lt, names) for item in items]
-    seen: set[PE] = set()
-    dups: set[PE] = set()
-    for pe in pes:
-        (dups if pe in seen else seen).add(pe)
-    for pe in dups:
-        out.add(path + (pe,))
-    for pe, item in zip(pes, items):
-        if pe in dups:
-            continue
-        p = path + (pe,)
-        if not lt.atomic_items:
-            _fs_node(item, p, names, facts, out)
-        out.add(p)
-
-
-# ---- Compare ---------------------------------------------------------------------------------------
 
 @dataclass
 class Comparison:
@@ -367,126 +349,11 @@ class Comparison:
     removed: set[Path] = field(default_factory=set)
 
 
-
 def compare(lhs: Any, rhs: Any, facts: TypeFacts, *, skip: frozenset[str] = frozenset()) -> Comparison:
     """What changed from `lhs` to `rhs` (typed.Compare): containers that appear or disappear as a
     whole are reported themselves, as well as every leaf under them. Top-level fields in `skip`
-    are not compared (upstream's ExcludeFields of reset fields)."""
-    c = Comparison()
-    _cmp_value(_without(lhs, skip), _without(rhs, skip), (), (), facts, c)
-    return c
-
-
-def _is(v: Any, kind: type) -> bool:
-    return v is ABSENT or v is None or isinstance(v, kind)
-
-
-def _empty(v: Any) -> bool:
-    return v is ABSENT or v is None or not v
-
-
-def _equal(a: Any, b: Any) -> bool:
-    return a == b and isinstance(a, bool) == isinstance(b, bool)
-
-
-def _leaf(lhs: Any, rhs: Any, path: Path, c: Comparison) -> bool:
-    if lhs is ABSENT:
-        c.added.add(path)
-    elif rhs is ABSENT:
-        c.removed.add(path)
-    elif not _equal(lhs, rhs):
-        c.modified.add(path)
-    return True
-
-
-def _whole(v: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, out: set[Path]) -> None:
-    """A subtree that appeared (or disappeared) entirely: every node of it is in `out`."""
-    out.add(path)
-    if isinstance(v, dict) and v and not facts.atomic_map(names):
-        for k, x in v.items():
-            _whole(x, path + (("f", k),), names + (k,), facts, out)
-    elif isinstance(v, list) and v:
-        lt = facts.list_type(names)
-        if lt.atomic:
-            return
-        counts: dict[PE, int] = {}
-        pes = [item_element(item, lt, names) for item in v]
-        for pe in pes:
-            counts[pe] = counts.get(pe, 0) + 1
-        for pe, item in zip(pes, v):
-            if counts[pe] > 1 or lt.atomic_items:
-                out.add(path + (pe,))
-            else:
-                _whole(item, path + (pe,), names, facts, out)
-
-
-def _cmp(lhs: Any, rhs: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, c: Comparison) -> None:
-    if lhs is ABSENT:
-        _whole(rhs, path, names, facts, c.added)
-    elif rhs is ABSENT:
-        _whole(lhs, path, names, facts, c.removed)
-    elif not _cmp_value(lhs, rhs, path, names, facts, c):
-        if lhs is ABSENT:
-            c.added.add(path)
-        elif rhs is ABSENT:
-            c.removed.add(path)
-
-
-def _cmp_value(lhs: Any, rhs: Any, path: Path, names: tuple[str, ...], facts: TypeFacts, c: Comparison) -> bool:
-    """Compares one node; True when it was compared as a leaf."""
-    if type(lhs) is type(rhs) and lhs is not ABSENT and lhs == rhs:
-        return True  # equal subtrees (compared in C): nothing added, modified or removed
-    if isinstance(lhs, dict) or isinstance(rhs, dict):
-        if not (_is(lhs, dict) and _is(rhs, dict)) or facts.atomic_map(names) or (_empty(lhs) and _empty(rhs)):
-            return _leaf(lhs, rhs, path, c)
-        lm = lhs if isinstance(lhs, dict) else {}
-        rm = rhs if isinstance(rhs, dict) else {}
-        for k, v in lm.items():
-            _cmp(v, rm.get(k, ABSENT), path + (("f", k),), names + (k,), facts, c)
-        for k, v in rm.items():
-            if k not in lm:
-                _cmp(ABSENT, v, path + (("f", k),), names + (k,), facts, c)
-        return False
-    if isinstance(lhs, list) or isinstance(rhs, list):
-        lt = facts.list_type(names)
-        if not (_is(lhs, list) and _is(rhs, list)) or lt.atomic or (_empty(lhs) and _empty(rhs)):
-            return _leaf(lhs, rhs, path, c)
-        _cmp_list(lhs if isinstance(lhs, list) else [], rhs if isinstance(rhs, list) else [],
-                  lt, path, names, facts, c)
-        return False
-    return _leaf(lhs, rhs, path, c)
-
-
-def _index(items: list[Any], lt: ListType, names: tuple[str, ...], order: list[PE]) -> dict[PE, list[Any]]:
-    out: dict[PE, list[Any]] = {}
-    for item in items:
-        pe = item_element(item, lt, names)
-        if pe not in out:
-            out[pe] = []
-            order.append(pe)
-        out[pe].append(item)
-    return out
-
-
-def _cmp_list(lhs: list[Any], rhs: list[Any], lt: ListType, path: Path, names: tuple[str, ...],
-              facts: TypeFacts, c: Comparison) -> None:
-    order: list[PE] = []
-    lv = _index(lhs, lt, names, order)
-    rv = _index(rhs, lt, names, order)
-    item = (lambda a, b, p: _leaf(a, b, p, c)) if lt.atomic_items else (
-        lambda a, b, p: _cmp(a, b, p, names, facts, c))
-    for pe in dict.fromkeys(order):
-        ll, rl, p = lv.get(pe, []), rv.get(pe, []), path + (pe,)
-        if len(ll) <= 1 and len(rl) <= 1:
-            item(ll[0] if ll else ABSENT, rl[0] if rl else ABSENT, p)
-        elif len(ll) >= 2 and len(rl) >= 2:
-            if ll != rl:
-                c.modified.add(p)
-        elif len(ll) >= 2:
-            if rl:
-                item(ABSENT, rl[0], p)
-            c.removed.add(p)
-        else:
-            if ll:
-                item(ll[0], ABSENT, p)
-            c.added.add(p)
+    are not compared (upstream's ExcludeFields of reset fields). Either side may be ABSENT."""
+    added, modified, removed = _walker(facts).compare(
+        None if lhs is ABSENT else _encode_obj(lhs), None if rhs is ABSENT else _encode_obj(rhs),
+        tuple(skip) if skip else ())
+    return Comparison(added, modified, removed)

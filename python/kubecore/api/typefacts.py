@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = [
     "ListType", "ATOMIC", "SET", "SMP_MERGE_KEYS", "KEY_DEFAULTS", "TypeFacts", "SchemaFacts", "facts_for",
-    "skeleton",
+    "skeleton", "NameTables", "name_tables",
 ]
 
 
@@ -93,6 +93,29 @@ def _keyed(field: str) -> ListType | None:
     if keys is None:
         return None
     return ListType("map", keys, atomic_items=field in _ATOMIC_ITEMS)
+
+
+@dataclass(frozen=True)
+class NameTables:
+    """The tables above as plain data, for the native field-set walkers (kubecore._native.FieldFacts),
+    which apply the rules of TypeFacts._list_type / atomic_map and SchemaFacts to them."""
+
+    keyed: dict[str, tuple[list[str], bool]]  # field -> _keyed(field): (keys, atomic items)
+    container_ports: list[str]
+    service_ports: list[str]
+    container_fields: list[str]
+    atomic_maps: list[str]
+    key_defaults: dict[str, Any]
+
+
+def name_tables() -> NameTables:
+    keyed: dict[str, tuple[list[str], bool]] = {}
+    for name in sorted(set(SMP_MERGE_KEYS) | set(_MAP_KEYS_OVERRIDE)):
+        lt = _keyed(name)
+        if lt is not None:
+            keyed[name] = (list(lt.keys), lt.atomic_items)
+    return NameTables(keyed, list(_CONTAINER_PORTS.keys), list(_SERVICE_PORTS.keys), sorted(_CONTAINER_FIELDS),
+                      sorted(_ATOMIC_MAPS), dict(KEY_DEFAULTS))
 
 
 class TypeFacts:

@@ -1,11 +1,12 @@
 //! kubecore._native: the only crate that depends on pyo3. It converts and delegates; the store's
-//! logic lives in kubecore-store, kubecore-raft and kubecore-watchcache.
+//! logic lives in kubecore-store, kubecore-raft, kubecore-watchcache and kubecore-fieldpath.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 mod completions;
 mod errors;
+mod fieldpath;
 mod requests;
 mod store;
 mod types;
@@ -21,6 +22,7 @@ fn prefix_end<'py>(py: Python<'py>, prefix: &Bound<'py, PyBytes>) -> Bound<'py, 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    fieldpath::register(m)?;
     m.add_class::<store::NativeStore>()?;
     m.add_class::<watch::NativeWatch>()?;
     m.add_class::<watchcache::NativeWatchCache>()?;
