@@ -157,10 +157,9 @@ impl<S: StateMachine> Node<S> {
 
     fn run_loop(&mut self, rx: &Receiver<Msg<S::Output>>) -> Result<()> {
         let mut next_tick = Instant::now() + self.cfg.tick_interval;
-        let mut spin = Spinner::default();
         while !self.closing {
             // Step 0: collect.
-            match spin.recv(rx) {
+            match spin_recv(rx, SPIN) {
                 Some(msg) => self.accept(msg),
                 None => {
                     let wait = next_tick.saturating_duration_since(Instant::now());
@@ -456,40 +455,6 @@ fn voters(id: u64) -> ConfState {
 /// loop sends its next proposal right after its completion; catching it without a sleep/wake-up
 /// pair (tens of microseconds on a VM) is most of the cost of a write that does not fsync.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// After this many spins in a row that caught nothing the loop sleeps at once: proposals arrive
-/// slower than the spin lasts, and on a small machine the spinning core may be the one the
-/// proposer needs. One spin in `RETRY_EVERY` idle turns checks whether a fast writer is back.
-const MAX_MISSES: u32 = 4;
-const RETRY_EVERY: u32 = 64;
-
-/// Spins only while spinning pays (see MAX_MISSES).
-#[derive(Default)]
-struct Spinner {
-    misses: u32,
-    skipped: u32,
-}
-
-impl Spinner {
-    fn recv<T>(&mut self, rx: &Receiver<T>) -> Option<T> {
-        if self.misses >= MAX_MISSES {
-            self.skipped += 1;
-            if self.skipped % RETRY_EVERY != 0 {
-                return rx.try_recv().ok();
-            }
-        }
-        match spin_recv(rx, SPIN) {
-            Some(msg) => {
-                self.misses = 0;
-                Some(msg)
-            }
-            None => {
-                self.misses = self.misses.saturating_add(1);
-                None
-            }
-        }
-    }
-}
 
 fn spin_recv<T>(rx: &Receiver<T>, spin: std::time::Duration) -> Option<T> {
     let until = Instant::now() + spin;
