@@ -337,6 +337,7 @@ class Bench:
         self.latest: dict[str, dict[str, Any]] = {}  # pod name -> the object the server last returned
         self.names: list[str] = []
         self.busy: set[str] = set()
+        self.seq = 0  # the last bench/seq annotation value written
         self.json_headers = {"Content-Type": "application/json"}
 
     # requests
@@ -353,9 +354,11 @@ class Bench:
             await r.read()
             return r.status
 
-    async def update(self, name: str, seq: int, sent: dict[int, tuple[float, float]] | None = None) -> int:
+    async def update(self, name: str, sent: dict[int, tuple[float, float]] | None = None) -> int:
         obj = self.latest[name]
-        obj["metadata"].setdefault("annotations", {})["bench/seq"] = str(seq)
+        # unique across phases: an update that changes nothing is not written (no event, no new rv)
+        self.seq += 1
+        obj["metadata"].setdefault("annotations", {})["bench/seq"] = str(self.seq)
         began = time.perf_counter()
         async with self.session.put(f"{self.pods_url}/{name}", data=_encode(obj), headers=self.json_headers) as r:
             body = await r.read()
@@ -400,7 +403,7 @@ class Bench:
                 return 0
             self.busy.add(name)
             try:
-                return await self.update(name, i + 1, sent)
+                return await self.update(name, sent)
             finally:
                 self.busy.discard(name)
         return op

@@ -20,7 +20,7 @@ fi
 step "building kubecore (release) and installing the test dependencies"
 python3 -m pip install -q -e ".[test]"
 
-step "cargo test (rust/store, rust/raft, rust/watchcache)"
+step "cargo test (rust/store, rust/raft, rust/watchcache, rust/fieldpath)"
 cargo test -q --workspace --exclude kubecore-py
 
 step "pytest"
