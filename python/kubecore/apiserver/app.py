@@ -21,6 +21,7 @@ from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.crd import CRDController
 from kubecore.apiserver.crstore import VersionedObjectStore
 from kubecore.apiserver.fastpath import FastReads
+from kubecore.apiserver.inflight import InflightLimiter
 from kubecore.apiserver.metrics import Metrics
 from kubecore.apiserver.allocators import Allocators
 from kubecore.apiserver.requestinfo import RequestInfo, parse
@@ -45,11 +46,13 @@ class User:
 
 @dataclass(frozen=True)
 class ChainConfig:
-    """Limits of the inflight stage (upstream's --max-requests-inflight defaults)."""
+    """Limits of the inflight stage (upstream's --max-requests-inflight defaults), and its queue:
+    as many requests again may wait up to `queue_wait_seconds` for a slot before a 429."""
 
     max_readonly: int = 400
     max_mutating: int = 200
     retry_after_seconds: int = 1
+    queue_wait_seconds: float = 5.0
 
 
 def _info(request: web.Request) -> RequestInfo:
@@ -85,8 +88,9 @@ class Chain:
     def __init__(self, cfg: ChainConfig, metrics: Metrics) -> None:
         self.cfg = cfg
         self.metrics = metrics
-        self.inflight = {"read": 0, "write": 0}
-        self.limits = {"read": cfg.max_readonly, "write": cfg.max_mutating}
+        self.inflight = {
+            kind: InflightLimiter(limit, queue=limit, wait=cfg.queue_wait_seconds, retry_after=cfg.retry_after_seconds)
+            for kind, limit in (("read", cfg.max_readonly), ("write", cfg.max_mutating))}
 
     @staticmethod
     def request_info(request: web.Request) -> RequestInfo:
@@ -104,11 +108,9 @@ class Chain:
     def authorize(user: User, info: RequestInfo) -> None:
         return None
 
-    def enter_inflight(self, request: web.Request) -> str:
+    async def enter_inflight(self, request: web.Request) -> str:
         kind = "read" if request.method in ("GET", "HEAD", "OPTIONS") else "write"
-        if self.inflight[kind] >= self.limits[kind]:
-            raise errors.too_many_requests("Too many requests, please try again later.", self.cfg.retry_after_seconds)
-        self.inflight[kind] += 1
+        await self.inflight[kind].acquire()
         return kind
 
     async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -126,7 +128,7 @@ class Chain:
         start = time.perf_counter()
         kind = ""
         try:
-            kind = self.enter_inflight(request)
+            kind = await self.enter_inflight(request)
             resp = await handler(request)
         except web.HTTPException:
             raise
@@ -134,7 +136,7 @@ class Chain:
             resp = error_response(request, e)
         finally:
             if kind:
-                self.inflight[kind] -= 1
+                self.inflight[kind].release()
         if "rt" in request:  # only requests that reached a served resource: bounded label values
             self.metrics.observe_request(info, resp.status, time.perf_counter() - start)
         return resp
