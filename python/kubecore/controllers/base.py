@@ -27,8 +27,8 @@ Rules a controller follows (DESIGN.md, issue 4):
 - Time comes from `ctx.clock`, events go through `ctx.recorder(name)`.
 
 Registration: a module decorates its constructor with `@register(name, ...)`; the manager imports
-the modules listed in `CONTROLLER_MODULES` (a module that is not there yet is skipped), so a new
-controller joins by adding its module name there and one decorator.
+the modules listed in `CONTROLLER_MODULES`, so a new controller joins by adding its module name
+there and one decorator.
 """
 
 from __future__ import annotations
@@ -54,9 +54,8 @@ CONTROLLER_MODULES = (
     "kubecore.controllers.namespace",
     "kubecore.controllers.replicaset",
     "kubecore.controllers.replication",
-    "kubecore.controllers.deployment",
 )
-"""Modules whose import registers controllers (missing ones are skipped)."""
+"""Modules whose import registers controllers."""
 
 INFORMER_SYNC_TIMEOUT = 60.0
 
@@ -111,14 +110,9 @@ def register(name: str, *, workers: int = 5, enabled_by_default: bool = True,
 
 
 def load_builtin_controllers(modules: Iterable[str] = CONTROLLER_MODULES) -> dict[str, ControllerSpec]:
-    """Import every controller module that exists; returns the registry."""
+    """Import every controller module; returns the registry."""
     for mod in modules:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as e:
-            if e.name != mod:
-                raise
-            log.debug("controller module %s is not there; skipped", mod)
+        importlib.import_module(mod)
     return REGISTRY
 
 
