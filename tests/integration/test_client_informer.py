@@ -203,6 +203,7 @@ async def test_relist_after_410_when_history_was_compacted(apiserver: ApiServer)
                          limit=60, what="relist after 410")
         await eventually(lambda: sorted(k for k in informer.indexer.list_keys()) ==
                          ["default/keep", "default/new"], limit=20, what="cache equals the server")
-        assert ("delete", "default/lost") in log.events  # a DeletedFinalStateUnknown from the relist
-        assert ("add", "new") in log.events
+        # handlers are told after the cache is updated, each from its own queue: wait for them too
+        await eventually(lambda: ("add", "new") in log.events and ("delete", "default/lost") in log.events,
+                         limit=20, what="the relist's add and its DeletedFinalStateUnknown delete")
         await informer.stop()
