@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from kubecore.client._http import HttpClient
+from kubecore.client.config import ClientConfig
+from kubecore.client.rest import RestClient
+from kubecore.client.sinks import RestApiSink
 from kubecore.client.events import EventBroadcaster
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -40,7 +42,8 @@ def _events_about(server_url: str, name: str) -> list[dict[str, Any]]:
 
 
 async def test_event_object_and_count_after_repeats(server_url: str, configmap: dict[str, Any]) -> None:
-    async with HttpClient(server_url) as client:
+    async with RestClient(ClientConfig(server=server_url, qps=0)) as rest:
+        client = RestApiSink(rest)
         b = EventBroadcaster(client)
         rec = b.new_recorder("test-controller", host="host-1")
         for _ in range(4):
@@ -66,7 +69,8 @@ async def test_event_object_and_count_after_repeats(server_url: str, configmap: 
 
 
 async def test_similar_events_are_combined_on_the_server(server_url: str, configmap: dict[str, Any]) -> None:
-    async with HttpClient(server_url) as client:
+    async with RestClient(ClientConfig(server=server_url, qps=0)) as rest:
+        client = RestApiSink(rest)
         b = EventBroadcaster(client)
         rec = b.new_recorder("test-controller")
         for i in range(12):

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from kubecore.client._http import HttpClient
+from kubecore.client.config import ClientConfig
+from kubecore.client.rest import RestClient
+from kubecore.client.sinks import RestApiSink
 from kubecore.client.leaderelection import LeaderElector, LeaseLock
 
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -29,7 +31,8 @@ def _get(url: str) -> Any:
 class Elector:
     def __init__(self, url: str, *, lease: str, identity: str, leading: set[str], max_leaders: list[int],
                  release: bool) -> None:
-        self.client = HttpClient(url)
+        self.rest = RestClient(ClientConfig(server=url, qps=0))
+        self.client = RestApiSink(self.rest)
         self.identity = identity
         self.became_leader = asyncio.Event()
         self.stopped = asyncio.Event()
@@ -56,7 +59,7 @@ class Elector:
     async def close(self) -> None:
         self.task.cancel()
         await asyncio.wait({self.task})
-        await self.client.close()
+        await self.rest.close()
 
 
 async def _first(*events: asyncio.Event) -> None:

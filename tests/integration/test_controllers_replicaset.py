@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from kubecore.client._http import HttpClient
+from kubecore.client.sinks import RestApiSink
 from kubecore.client.config import ClientConfig
 from kubecore.client.events import EventBroadcaster
 from kubecore.client.factory import SharedInformerFactory
@@ -59,8 +59,7 @@ async def env(server_url: str) -> AsyncIterator[Env]:
     namespaces = await rest.resource("v1", "namespaces")
     await namespaces.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     factory = SharedInformerFactory(rest, namespace=ns)
-    http = HttpClient(server_url)
-    broadcaster = EventBroadcaster(http)
+    broadcaster = EventBroadcaster(RestApiSink(rest))
     ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder)
     registry = load_builtin_controllers()  # built the way the controller manager builds them
     controllers = [registry[name].constructor(ctx) for name in ("replicaset", "replicationcontroller")]
@@ -79,7 +78,6 @@ async def env(server_url: str) -> AsyncIterator[Env]:
                 raise t.exception()  # type: ignore[misc]
         await factory.shutdown()
         await broadcaster.shutdown(drain=False)
-        await http.close()
         await rest.close()
 
 

@@ -25,7 +25,7 @@ Guarantees and duties, as in client-go's tools/leaderelection:
 - This is not fencing: a leader that is partitioned keeps believing it leads until its renew
   deadline passes, so renew_deadline < lease_duration is required (defaults 15 s / 10 s / 2 s).
 
-The Lease is reached through `LeaseClient`, a three-method protocol (`_http.HttpClient` implements
+The Lease is reached through `LeaseClient`, a three-method protocol (`sinks.RestApiSink` implements
 it; tests use an in-memory one). It must raise `kubecore.client.errors.NotFound` for 404 and
 `Conflict` (or its subclass `AlreadyExists`) for 409.
 """

@@ -26,7 +26,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.config import ClientConfig
@@ -35,6 +34,7 @@ from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
                                             LeaderElector, LeaseLock)
 from kubecore.client.rest import RestClient
+from kubecore.client.sinks import RestApiSink
 from kubecore.controllers.base import (ControllerContext, ControllerSpec, cancel_and_wait, load_builtin_controllers,
                                        select_controllers)
 
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 LEASE_NAMESPACE = "kube-system"
 LEASE_NAME = "kube-controller-manager"
 RESTART_PAUSE = 5.0
-Obj = dict[str, Any]
 
 
 def default_identity() -> str:
@@ -67,46 +66,6 @@ class ManagerOptions:
     """Per-controller worker counts overriding the registry's defaults."""
     controller_options: dict[str, Any] = field(default_factory=dict)
     """Passed to every controller as `ControllerContext.options`."""
-
-
-class RestApiSink:
-    """Leases and Events over the RestClient (`leaderelection.LeaseClient` + `events.EventSink`)."""
-
-    def __init__(self, rest: RestClient) -> None:
-        self.rest = rest
-
-    @staticmethod
-    def _leases(namespace: str) -> str:
-        return f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace, safe='')}/leases"
-
-    async def get_lease(self, namespace: str, name: str) -> Obj:
-        out: Obj = await self.rest.get_json(f"{self._leases(namespace)}/{quote(name, safe='')}")
-        return out
-
-    async def create_lease(self, lease: Obj) -> Obj:
-        out: Obj = await self.rest.send_json("POST", self._leases(lease["metadata"]["namespace"]), lease)
-        return out
-
-    async def update_lease(self, lease: Obj) -> Obj:
-        m = lease["metadata"]
-        out: Obj = await self.rest.send_json("PUT", f"{self._leases(m['namespace'])}/{quote(m['name'], safe='')}",
-                                             lease)
-        return out
-
-    @staticmethod
-    def _events(event: Obj) -> str:
-        ns = (event.get("metadata") or {}).get("namespace") or "default"
-        return f"/api/v1/namespaces/{quote(ns, safe='')}/events"
-
-    async def create_event(self, event: Obj) -> Obj:
-        out: Obj = await self.rest.send_json("POST", self._events(event), event)
-        return out
-
-    async def patch_event(self, event: Obj, patch: Obj) -> Obj:
-        path = f"{self._events(event)}/{quote(event['metadata']['name'], safe='')}"
-        out: Obj = await self.rest.send_json("PATCH", path, patch,
-                                             content_type="application/strategic-merge-patch+json")
-        return out
 
 
 class ControllerManager:
