@@ -4,7 +4,8 @@ one JSON document on stdout (issue 4: at least 1,000 pods/s created through the 
     python -m bench.controller_replicaset                 # N = 2,000
     python -m bench.controller_replicaset --replicas 5000 --workers 5
 
-A `kubecore apiserver` is started in a temporary directory; the controller runs in this process
+The API server alone (`kubecore up --controllers ""`, started by bench.apiserver_load.Server) runs
+in a temporary directory; the controller runs in this process
 (uvloop, unlimited client QPS: upstream's 20 QPS default would cap it at 20 pods/s) with its own
 shared informers. The ReplicaSet's template is the clusterloader2-style pod of
 `bench.apiserver_load.pod()`. The clock starts when `spec.replicas` is patched to N and stops
@@ -27,16 +28,8 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -44,68 +37,13 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import machine_busy_seconds, pod
+from bench.apiserver_load import Server, machine_busy_seconds, pod
 from kubecore.client.config import ClientConfig
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.rest import RestClient
 from kubecore.controllers.replicaset import ReplicaSetController
 
-ROOT = Path(__file__).resolve().parents[1]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 NAMESPACE = "bench-rs"
-
-
-class ApiServer:
-    """`python -m kubecore.cli.main apiserver` on a free port in a temporary directory."""
-
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="kubecore-bench-rs-"))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "python"),
-                                                                        os.environ.get("PYTHONPATH")])))
-        self.log = open(self.dir / "server.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "kubecore.cli.main", "apiserver", "--data-dir",
-                                      str(self.dir / "data"), "--listen", f"127.0.0.1:{self.port}"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=env, cwd=str(self.dir))
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"apiserver exited {self.proc.returncode}: {self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.url + "/readyz", timeout=1.0) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"apiserver not ready after {timeout} s: {self.log_tail()}")
-            time.sleep(0.1)
-
-    def log_tail(self) -> str:
-        self.log.flush()
-        return (self.dir / "server.log").read_bytes()[-2000:].decode(errors="replace")
-
-    def cpu_seconds(self) -> float:
-        stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def replica_set(replicas: int) -> dict[str, Any]:
@@ -151,7 +89,7 @@ async def direct_creates(rest: RestClient, *, count: int, concurrency: int) -> d
             "direct_pods_per_s": round(count / elapsed, 1)}
 
 
-async def run(server: ApiServer, *, replicas: int, workers: int, timeout: float) -> dict[str, Any]:
+async def run(server: Server, *, replicas: int, workers: int, timeout: float) -> dict[str, Any]:
     rest = RestClient(ClientConfig(server=server.url, qps=0))
     namespaces = await rest.resource("v1", "namespaces")
     await namespaces.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
@@ -212,7 +150,7 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
-    server = ApiServer()
+    server = Server()
     try:
         server.wait_ready()
         result = asyncio.run(run(server, replicas=args.replicas, workers=args.workers, timeout=args.timeout))
