@@ -1,4 +1,5 @@
-"""The async REST client: one aiohttp session, a token bucket, retries, typed errors.
+"""The async REST client: a keep-alive transport (aiohttp for watch streams), a token bucket,
+retries, typed errors.
 
     async with RestClient(load_kubeconfig()) as client:
         pods = await client.resource("v1", "pods")          # discovery: plural, singular, kind or short name
@@ -15,7 +16,7 @@ Retries (at most `config.max_retries`; client-go's default is 10) follow client-
   `Retry-After` seconds if the answer has that header, else after the next `retry_backoff` step.
 - 5xx with `Retry-After`: retried for every verb, after that many seconds (client-go does this).
 - 5xx without it: retried only for idempotent verbs (GET, HEAD), after a backoff step.
-- The connection could not be made (`ClientConnectorError`: nothing was sent): retried for every verb.
+- The connection could not be made (nothing was sent): retried for every verb.
 - The connection broke after the request went out: retried only for idempotent verbs.
 
 Everything else raises at once: a non-2xx answer as the `errors.ApiError` subclass of its Status,
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from urllib.parse import quote, urlencode
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,7 @@ from kubecore.client import errors
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.config import ClientConfig
 from kubecore.client.flowcontrol import Backoff, TokenBucket
+from kubecore.client.transport import ConnectError, HttpTransport
 
 if TYPE_CHECKING:
     from kubecore.client.discovery import Discovery
@@ -101,6 +104,43 @@ class Response:
         return _decode(self.body) if self.body else None
 
 
+class _Retries:
+    """The retry rules of the module docstring for one request: each failed attempt either
+    sleeps before the next or raises the typed error."""
+
+    __slots__ = ("client", "method", "target", "attempt", "backoff")
+
+    def __init__(self, client: RestClient, method: str, target: str) -> None:
+        self.client, self.method, self.target = client, method, target
+        self.attempt = 0
+        self.backoff: Backoff | None = None
+
+    async def _sleep(self, wait: float | None, why: str) -> None:
+        self.attempt += 1
+        if wait is None:
+            self.backoff = self.backoff or self.client._retry_backoff()
+            wait = self.backoff.step()
+        log.debug("%s %s: %s; retry %d in %.2fs", self.method, self.target, why, self.attempt, wait)
+        await self.client.clock.sleep(wait)
+
+    async def after_failure(self, e: BaseException, *, nothing_sent: bool) -> None:
+        """A transport failure: retried when nothing was sent or the verb is idempotent."""
+        if self.attempt < self.client.config.max_retries and (nothing_sent or self.method in IDEMPOTENT):
+            await self._sleep(None, str(e))
+            return
+        url = self.client.config.server.rstrip("/") + self.target
+        raise errors.TransportError(f"{self.method} {url}: {type(e).__name__}: {e}") from e
+
+    async def after_answer(self, code: int, headers: Mapping[str, str], body: bytes) -> None:
+        """A non-2xx answer: retried per `should_retry`, else raised as its ApiError."""
+        wait = retry_after_seconds(headers)
+        if self.attempt < self.client.config.max_retries and should_retry(status=code, method=self.method,
+                                                                           retry_after=wait):
+            await self._sleep(wait, f"HTTP {code}")
+            return
+        raise errors.error_for(errors.status_from_body(body, code=code), code=code, retry_after=wait)
+
+
 class RestClient:
     """One API server, one connection pool; share it between everything in a process."""
 
@@ -115,6 +155,7 @@ class RestClient:
         self._session = session
         self._owns_session = session is None
         self._discovery: Discovery | None = None
+        self._transport: HttpTransport | None = None
         self._base = config.server.rstrip("/")
         self._headers = {"Accept": "application/json", "User-Agent": config.user_agent,
                          **config.extra_headers}
@@ -127,7 +168,14 @@ class RestClient:
             self._owns_session = True
         return self._session
 
+    def _get_transport(self) -> HttpTransport:
+        if self._transport is None:
+            self._transport = HttpTransport(self.config.server, ssl=self.config.ssl_context())
+        return self._transport
+
     async def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
         if self._session is not None and self._owns_session and not self._session.closed:
             await self._session.close()
 
@@ -167,36 +215,42 @@ class RestClient:
     async def request(self, method: str, path: str, *, params: Params | None = None,
                       body: bytes | None = None, content_type: str | None = None,
                       headers: Mapping[str, str] | None = None) -> Response:
-        """Send with rate limiting and retries; return the 2xx answer or raise a typed error."""
-        timeout = aiohttp.ClientTimeout(total=self.config.timeout)
-        resp = await self._send(method, path, params=params, body=body, content_type=content_type,
-                                headers=headers, timeout=timeout, stream=False)
-        assert isinstance(resp, Response)
-        return resp
+        """Send with rate limiting and retries; return the 2xx answer or raise a typed error.
 
-    async def stream(self, method: str, path: str, *, params: Params | None = None,
-                     headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
-        """Open a streaming answer (watch): the caller reads and releases it."""
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0)
-        resp = await self._send(method, path, params=params, body=None, content_type=None,
-                                headers=headers, timeout=timeout, stream=True)
-        assert isinstance(resp, aiohttp.ClientResponse)
-        return resp
-
-    async def _send(self, method: str, path: str, *, params: Params | None, body: bytes | None,
-                    content_type: str | None, headers: Mapping[str, str] | None,
-                    timeout: aiohttp.ClientTimeout, stream: bool) -> Response | aiohttp.ClientResponse:
-        url = self._base + path
+        Request/response calls go over the lean keep-alive transport (`client.transport`)."""
         query = encode_params(params)
+        target = path + "?" + urlencode(query, quote_via=quote) if query else path
         all_headers = self._request_headers(content_type, headers)
-        backoff = self._retry_backoff()
-        attempt = 0
+        transport = self._get_transport()
+        retry = _Retries(self, method, target)
         while True:
             await self.rate_limiter.wait()
             try:
-                raw = await self._get_session().request(method, url, params=query, data=body,
-                                                        headers=all_headers, timeout=timeout)
-                if stream and 200 <= raw.status < 300:
+                raw = await transport.request(method, target, headers=all_headers, body=body,
+                                              timeout=self.config.timeout)
+            except asyncio.CancelledError:
+                raise
+            except OSError as e:  # ConnectError, ConnectionLost, TimeoutError
+                await retry.after_failure(e, nothing_sent=isinstance(e, ConnectError))
+                continue
+            if 200 <= raw.status < 300:
+                return Response(raw.status, raw.headers, raw.body)
+            await retry.after_answer(raw.status, raw.headers, raw.body)
+
+    async def stream(self, method: str, path: str, *, params: Params | None = None,
+                     headers: Mapping[str, str] | None = None) -> aiohttp.ClientResponse:
+        """Open a streaming answer (watch) over aiohttp: the caller reads and releases it."""
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0)
+        url = self._base + path
+        query = encode_params(params)
+        all_headers = self._request_headers(None, headers)
+        retry = _Retries(self, method, path)
+        while True:
+            await self.rate_limiter.wait()
+            try:
+                raw = await self._get_session().request(method, url, params=query, headers=all_headers,
+                                                        timeout=timeout)
+                if 200 <= raw.status < 300:
                     return raw
                 try:
                     data = await raw.read()
@@ -205,26 +259,9 @@ class RestClient:
             except asyncio.CancelledError:
                 raise
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
-                connect_failed = isinstance(e, aiohttp.ClientConnectorError)
-                if attempt < self.config.max_retries and (connect_failed or method in IDEMPOTENT):
-                    attempt += 1
-                    delay = backoff.step()
-                    log.debug("%s %s: %s; retry %d in %.2fs", method, path, e, attempt, delay)
-                    await self.clock.sleep(delay)
-                    continue
-                raise errors.TransportError(f"{method} {url}: {type(e).__name__}: {e}") from e
-            if 200 <= raw.status < 300:
-                return Response(raw.status, raw.headers, data)
-            wait = retry_after_seconds(raw.headers)
-            if attempt < self.config.max_retries and should_retry(status=raw.status, method=method,
-                                                                   retry_after=wait):
-                attempt += 1
-                delay = wait if wait is not None else backoff.step()
-                log.debug("%s %s: HTTP %d; retry %d in %.2fs", method, path, raw.status, attempt, delay)
-                await self.clock.sleep(delay)
+                await retry.after_failure(e, nothing_sent=isinstance(e, aiohttp.ClientConnectorError))
                 continue
-            status = errors.status_from_body(data, code=raw.status)
-            raise errors.error_for(status, code=raw.status, retry_after=wait)
+            await retry.after_answer(raw.status, raw.headers, data)
 
     # -- JSON conveniences -------------------------------------------------------------------------
     async def get_json(self, path: str, *, params: Params | None = None,
