@@ -12,12 +12,18 @@ What is kept: metadata (name, namespace, uid, resourceVersion, generation-free f
 labels, annotations, ownerReferences, creationTimestamp, deletionTimestamp), spec.nodeName and
 status (phase, the conditions' type/status/lastTransitionTime, containerStatuses' restartCount).
 A view must never be written back to the API server: it is not the whole object.
+
+Views are cached per indexer entry: the cache's entries are immutable bytes, so a pod whose entry
+is the same object as last time has the same view, and a sync of a namespace with 10,000 pods
+costs 10,000 dictionary lookups instead of 10,000 decodes. Views are therefore shared between
+callers and must never be mutated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import msgspec
 
@@ -82,13 +88,35 @@ def pod_view(raw: bytes) -> Obj:
     return out
 
 
+_VIEWS: WeakKeyDictionary[Indexer, dict[str, tuple[bytes, Obj]]] = WeakKeyDictionary()
+"""Per indexer: key -> (the entry a view was made from, the view)."""
+
+
+def _views_of(indexer: Indexer) -> dict[str, tuple[bytes, Obj]]:
+    views = _VIEWS.get(indexer)
+    if views is None:
+        views = _VIEWS[indexer] = {}
+    elif len(views) > 2 * len(indexer) + 1024:  # pods deleted since: drop their views
+        for key in [k for k in views if indexer.entry(k) is None]:
+            del views[key]
+    return views
+
+
 def iter_namespace_pod_views(indexer: Indexer, namespace: str) -> Iterator[Obj]:
-    """Views of every cached pod in `namespace` (from the indexer's entries; no full decode)."""
+    """Views of every cached pod in `namespace` (shared, read-only; see the module docstring)."""
     codec = indexer.codec
+    views = _views_of(indexer)
     for key in indexer.index_keys(NAMESPACE_INDEX, namespace):
         entry = indexer.entry(key)
-        if entry is not None:
-            yield pod_view(codec.raw(entry))
+        if entry is None:
+            continue
+        cached = views.get(key)
+        if cached is not None and cached[0] is entry:
+            yield cached[1]
+            continue
+        view = pod_view(codec.raw(entry))
+        views[key] = (entry, view)
+        yield view
 
 
 def namespace_pod_views(indexer: Indexer, namespace: str) -> list[Obj]:
