@@ -164,6 +164,34 @@ def validate_path_segment_name(name: str, prefix: bool) -> list[str]:
     return errs
 
 
+_VALID_MAPS: set[tuple[str, tuple[tuple[Any, Any], ...]]] = set()
+"""Label and annotation maps already found valid (a controller's pods repeat their template's);
+cleared when it reaches _VALID_MAPS_SIZE."""
+_VALID_MAPS_SIZE = 8192
+
+
+_NOT_MEMOIZABLE = ("", ())
+
+
+def _known_valid(kind: str, m: Mapping[Any, Any]) -> tuple[str, tuple[tuple[Any, Any], ...]] | None:
+    """None when `m` is known valid, else the memo key to add once it validates."""
+    key = (kind, tuple(m.items()))
+    try:
+        if key in _VALID_MAPS:
+            return None
+    except TypeError:  # an unhashable value (a list where a string belongs): validate, never memoize
+        return _NOT_MEMOIZABLE
+    return key
+
+
+def _remember_valid(key: tuple[str, tuple[tuple[Any, Any], ...]]) -> None:
+    if key is _NOT_MEMOIZABLE:
+        return
+    if len(_VALID_MAPS) >= _VALID_MAPS_SIZE:
+        _VALID_MAPS.clear()
+    _VALID_MAPS.add(key)
+
+
 def validate_labels(labels: Any, field: str) -> list[FieldError]:
     """v1validation.ValidateLabels (keys, then values; Go map order is random, we keep insertion order)."""
     errs: list[FieldError] = []
@@ -171,6 +199,9 @@ def validate_labels(labels: Any, field: str) -> list[FieldError]:
         return errs
     if not isinstance(labels, Mapping):
         return [FieldError.invalid(field, labels, "must be a map of strings")]
+    memo = _known_valid("labels", labels)
+    if memo is None:
+        return errs
     for k, v in labels.items():
         for msg in is_qualified_name(k):
             errs.append(FieldError.invalid(field, k, msg))
@@ -179,6 +210,8 @@ def validate_labels(labels: Any, field: str) -> list[FieldError]:
             continue
         for msg in is_label_value(v):
             errs.append(FieldError.invalid(field, v, msg))
+    if not errs:
+        _remember_valid(memo)
     return errs
 
 
@@ -191,6 +224,9 @@ def validate_annotations(annotations: Any, field: str) -> list[FieldError]:
         return errs
     if not isinstance(annotations, Mapping):
         return [FieldError.invalid(field, annotations, "must be a map of strings")]
+    memo = _known_valid("annotations", annotations)
+    if memo is None:
+        return errs
     total = 0
     for k, v in annotations.items():
         for msg in is_qualified_name(k.lower()):
@@ -198,6 +234,8 @@ def validate_annotations(annotations: Any, field: str) -> list[FieldError]:
         total += len(k.encode()) + (len(v.encode()) if isinstance(v, str) else 0)
     if total > ANNOTATIONS_SIZE_LIMIT:
         errs.append(FieldError.too_long(field, ANNOTATIONS_SIZE_LIMIT))
+    if not errs:
+        _remember_valid(memo)
     return errs
 
 
