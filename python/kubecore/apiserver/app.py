@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import _default_expect_handler
 
 from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
@@ -36,6 +37,8 @@ REGISTRY = web.AppKey("registry", Registry)
 ALLOCATORS = web.AppKey("allocators", Allocators)
 FAST_READS = web.AppKey("fast_reads", FastReads)
 CRDS = web.AppKey("crds", CRDController)
+DirectHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+DIRECT: web.AppKey[DirectHandler] = web.AppKey("direct")
 
 
 @dataclass(frozen=True)
@@ -208,11 +211,11 @@ def build_app(store: Store, *, registry: Registry | None = None, chain: ChainCon
     allocators = service_allocators(registry, objects)
     resources = Resources(registry, objects, Admission(registry, objects), allocators)
     metrics = Metrics()
-    app = web.Application(
-        client_max_size=4 * 1024 * 1024,
-        middlewares=[web.middleware(Chain(chain or ChainConfig(), metrics))],
-    )
-    app.router.add_route("*", "/{tail:.*}", Router(registry, resources, metrics, store))
+    the_chain = Chain(chain or ChainConfig(), metrics)
+    router = Router(registry, resources, metrics, store)
+    app = web.Application(client_max_size=4 * 1024 * 1024, middlewares=[web.middleware(the_chain)])
+    app.router.add_route("*", "/{tail:.*}", router)
+    app[DIRECT] = _direct_handler(the_chain, router)
     app[OBJECTS] = objects
     app[REGISTRY] = registry
     app[ALLOCATORS] = allocators
@@ -221,6 +224,21 @@ def build_app(store: Store, *, registry: Registry | None = None, chain: ChainCon
     app.on_startup.append(_start_crds)
     app.on_cleanup.append(_stop_crds)
     return app
+
+
+def _direct_handler(chain: Chain, router: Router) -> Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]:
+    """What the application does for every request, without aiohttp's per-request routing and
+    middleware assembly (one catch-all route and one middleware: the chain). The server's
+    connections call this (`fastpath.FastAppRunner`); tests that drive `build_app` through
+    aiohttp's test server take the ordinary path, which does the same."""
+
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        assert isinstance(request, web.Request)
+        if request.headers.get("Expect"):  # what aiohttp's route would do first: 100-continue
+            await _default_expect_handler(request)
+        return await chain(request, router)
+
+    return handle
 
 
 async def _start_crds(app: web.Application) -> None:
@@ -233,4 +251,4 @@ async def _stop_crds(app: web.Application) -> None:
 
 
 
-__all__ = ["ALLOCATORS", "CRDS", "FAST_READS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]
+__all__ = ["ALLOCATORS", "CRDS", "DIRECT", "FAST_READS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]

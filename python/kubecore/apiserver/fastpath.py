@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from email.utils import formatdate
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web, web_protocol, web_server
@@ -163,15 +164,21 @@ class FastServer(web_server.Server):
 
 
 class FastAppRunner(web.AppRunner):
-    """An AppRunner whose connections try the fast path first."""
+    """An AppRunner whose connections try the fast path first; with `direct`, requests go
+    straight to that handler instead of the application's router and middleware assembly."""
 
-    def __init__(self, app: web.Application, *, fast: FastReads, **kwargs: Any) -> None:
+    def __init__(self, app: web.Application, *, fast: FastReads,
+                 direct: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(app, **kwargs)
         self.fast = fast
+        self.direct = direct
 
     async def _make_server(self) -> web_server.Server:
         server = await super()._make_server()
         server.__class__ = FastServer  # same state, one more method: keeps aiohttp's own setup
         assert isinstance(server, FastServer)
         server.fast = self.fast
+        if self.direct is not None:
+            server.request_handler = self.direct
         return server

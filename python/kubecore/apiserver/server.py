@@ -19,7 +19,7 @@ from aiohttp import web
 from kubecore.api import meta
 from kubecore.api.errors import StatusError
 from kubecore.apiserver.admission import ensure_system_namespaces
-from kubecore.apiserver.app import ALLOCATORS, FAST_READS, OBJECTS, REGISTRY, build_app
+from kubecore.apiserver.app import ALLOCATORS, DIRECT, FAST_READS, OBJECTS, REGISTRY, build_app
 from kubecore.apiserver.fastpath import FastAppRunner
 from kubecore.apiserver.table import now_rfc3339
 from kubecore.store import Store
@@ -106,7 +106,7 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
         app = build_app(store)
         await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], now_rfc3339(), meta.new_uid)
         await ensure_kubernetes_service(app, listen.port)
-        runner = FastAppRunner(app, fast=app[FAST_READS], access_log=None, handle_signals=False,
+        runner = FastAppRunner(app, fast=app[FAST_READS], direct=app[DIRECT], access_log=None, handle_signals=False,
                                handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, listen.host, listen.port, reuse_address=True, backlog=LISTEN_BACKLOG)
