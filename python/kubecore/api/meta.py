@@ -217,6 +217,16 @@ def prepare_create(rt: ResourceType, obj: Any, *, namespace: str | None, now: st
 
 _IMMUTABLE = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 _STATUS_RESET_META = ("deletionTimestamp", "generation", "labels", "annotations", "finalizers", "ownerReferences")
+# Kinds whose status strategy resets less metadata: upstream's deploymentStatusStrategy resets
+# only spec and labels, so the Deployment controller can write the revision annotation with status.
+_STATUS_KEEPS_META: dict[tuple[str, str], tuple[str, ...]] = {
+    ("apps", "Deployment"): ("annotations", "finalizers", "ownerReferences"),
+}
+
+
+def status_kept_metadata(rt: ResourceType) -> tuple[str, ...]:
+    """The metadata fields a status write of `rt` may change (most kinds: none)."""
+    return _STATUS_KEEPS_META.get((rt.group, rt.kind), ())
 
 
 def _spec_changed(rt: ResourceType, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -262,8 +272,10 @@ def prepare_update(rt: ResourceType, old: Mapping[str, Any], new: Any, *, subres
         for key, value in old.items():
             if key not in ("metadata", "status", "kind", "apiVersion"):
                 new[key] = json_copy(value)
+        kept = status_kept_metadata(rt)
         for key in _STATUS_RESET_META:
-            _set_or_drop(meta, key, old_meta.get(key))
+            if key not in kept:
+                _set_or_drop(meta, key, old_meta.get(key))
     elif "status" in rt.subresources:
         if "status" in old:
             new["status"] = json_copy(old["status"])

@@ -443,6 +443,7 @@ class Resources:
         old, new = self.objects.get_pair(rt, info.namespace, info.name)
         new["status"] = body.get("status")
         new["metadata"]["resourceVersion"] = body["metadata"].get("resourceVersion", "")
+        _keep_status_metadata(rt, new, body)
         return await self._write(request, info, rt, old, new)
 
     async def patch(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
@@ -463,9 +464,10 @@ class Resources:
             customresource.decode(request, rt, new, "patch", patch=body)
             self._check_name(info, new)
             if info.subresource == "status":
-                status, rv = new.get("status"), (new.get("metadata") or {}).get("resourceVersion")
+                status, rv, patched = new.get("status"), (new.get("metadata") or {}).get("resourceVersion"), new
                 new = json_copy(old)
                 new["status"] = status
+                _keep_status_metadata(rt, new, patched)
                 new["metadata"].pop("resourceVersion", None)
                 if rv:
                     new["metadata"]["resourceVersion"] = rv
@@ -662,3 +664,14 @@ class _WriteConflict(Exception):
     def __init__(self, error: errors.StatusError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+def _keep_status_metadata(rt: ResourceType, new: Obj, body: Obj) -> None:
+    """Carry the metadata a status write of `rt` may change (a Deployment's annotations, ...)
+    from the request's object into `new`."""
+    src = body.get("metadata") or {}
+    for key in meta.status_kept_metadata(rt):
+        if src.get(key) is not None:
+            new["metadata"][key] = json_copy(src[key])
+        else:
+            new["metadata"].pop(key, None)

@@ -54,6 +54,7 @@ CONTROLLER_MODULES = (
     "kubecore.controllers.namespace",
     "kubecore.controllers.replicaset",
     "kubecore.controllers.replication",
+    "kubecore.controllers.deployment",
 )
 """Modules whose import registers controllers."""
 
