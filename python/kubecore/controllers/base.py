@@ -55,6 +55,12 @@ CONTROLLER_MODULES = (
     "kubecore.controllers.replicaset",
     "kubecore.controllers.replication",
     "kubecore.controllers.deployment",
+    "kubecore.controllers.endpointslice",
+    "kubecore.controllers.endpoints",
+    "kubecore.controllers.serviceaccount",
+    "kubecore.controllers.podgc",
+    "kubecore.controllers.resourcequota",
+    "kubecore.controllers.disruption",
 )
 """Modules whose import registers controllers."""
 

@@ -1,0 +1,210 @@
+"""The resource quota controller: status.hard and status.used of every ResourceQuota (upstream
+pkg/controller/resourcequota: resource_quota_controller.go + resource_quota_monitor.go).
+
+Level-driven; the queue holds quota keys:
+- a quota added, deleted, or updated with a different spec.hard enqueues itself (status writes,
+  including ours, do not);
+- every `resync_period` (5 min, kube-controller-manager's --resource-quota-sync-period) all
+  quotas are enqueued: the full recalculation that catches anything missed;
+- replenishment: a change to an object a quota counts enqueues the quotas of its namespace that
+  measure its kind (`Monitors`).
+
+A sync (upstream syncResourceQuota) reads the quota from the cache and makes sure an informer
+(a monitor) runs for every kind its hard names need (pods, services, persistentvolumeclaims,
+configmaps, ..., any count/<resource>.<group> that discovery resolves), then computes usage from
+those caches (`resourcequota_evaluators.calculate_usage`). status.used keeps previous values for
+names no evaluator can measure, and is limited to the names in spec.hard. The status is written
+(PUT .../status) when status.hard differs from spec.hard, a used value changed, or it was never
+written.
+
+Differences from upstream, on purpose:
+- monitors are started on demand for the kinds quotas name, not for every discovered resource;
+- kubecore's API server has no ResourceQuota admission plugin yet (nothing charges usage or
+  rejects a create over quota at admission), so replenishment also reacts to creations and to
+  any pod change that alters its usage or scopes, not only to deletions and pods finishing;
+  usage then follows creations within a sync instead of a resync period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kubecore.client.clock import REAL_CLOCK, Clock
+from kubecore.client.factory import SharedInformerFactory
+from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer
+from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.resource import ResourceClient
+from kubecore.client.rest import RestClient
+from kubecore.client.workqueue import RateLimitingQueue
+from kubecore.controllers.base import (
+    ControllerContext, cancel_and_wait, process_queue, register, run_workers, wait_for_informers,
+)
+from kubecore.controllers.controller_utils import meta, object_key
+from kubecore.controllers.resourcequota_evaluators import (
+    GroupResource, calculate_usage, evaluator_for, from_json, group_resources_for, is_best_effort, is_terminating,
+    pod_usage, quota_v1_pod, rl_equal, rl_mask, to_json,
+)
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+NAME = "resourcequota"
+RESYNC_PERIOD = 300.0
+MONITOR_SYNC_TIMEOUT = 30.0
+
+
+def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
+    return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+
+
+def pod_quota_projection(pod: Obj, now: float) -> tuple[Any, ...]:
+    """What of a pod quota usage depends on (a pod update that keeps it changes nothing)."""
+    spec = pod.get("spec") or {}
+    return (quota_v1_pod(pod, now), to_json(pod_usage(pod, now)), is_terminating(pod), is_best_effort(pod),
+            spec.get("priorityClassName"), bool(spec.get("affinity")))
+
+
+def service_quota_projection(svc: Obj) -> tuple[Any, ...]:
+    spec = svc.get("spec") or {}
+    return spec.get("type"), [p.get("nodePort") for p in spec.get("ports") or () if isinstance(p, dict)], \
+        spec.get("allocateLoadBalancerNodePorts")
+
+
+def needs_update(old: Obj, new: Obj, gr: GroupResource, now: float) -> bool:
+    """Whether an update of an object of `gr` may change some quota's usage."""
+    if gr == ("", "pods"):
+        return pod_quota_projection(old, now) != pod_quota_projection(new, now)
+    if gr == ("", "services"):
+        return service_quota_projection(old) != service_quota_projection(new)
+    if gr == ("", "persistentvolumeclaims"):
+        old_alloc = (old.get("status") or {}).get("allocatedResources")
+        return (old.get("spec") or {}).get("resources") != (new.get("spec") or {}).get("resources") \
+            or old_alloc != (new.get("status") or {}).get("allocatedResources")
+    return False
+
+
+def new_quota_status(quota: Obj, computed: dict[str, Any]) -> Obj | None:
+    """The status to write (None when unchanged): hard = spec.hard, used = previous used updated
+    with `computed`, masked to the hard names."""
+    spec_hard = from_json((quota.get("spec") or {}).get("hard"))
+    status = quota.get("status") or {}
+    prev_used = from_json(status.get("used"))
+    used = rl_mask({**prev_used, **computed}, spec_hard.keys())
+    dirty = (status.get("hard") is None or status.get("used") is None
+             or not rl_equal(from_json(status.get("hard")), spec_hard) or not rl_equal(used, prev_used))
+    if not dirty:
+        return None
+    return {"hard": to_json(spec_hard), "used": to_json(used)}
+
+
+class ResourceQuotaController:
+    """Runs until cancelled: `await ResourceQuotaController(rest=..., informers=...).run(5)`."""
+
+    name = NAME
+
+    def __init__(self, *, rest: RestClient, informers: SharedInformerFactory, clock: Clock = REAL_CLOCK,
+                 resync_period: float = RESYNC_PERIOD) -> None:
+        self.rest = rest
+        self.informers = informers
+        self.clock = clock
+        self.resync_period = resync_period
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
+        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
+        self._monitors: dict[GroupResource, SharedIndexInformer] = {}
+        self._monitor_lock = asyncio.Lock()
+        self.quotas: ResourceClient
+        self.rq_indexer: Indexer
+
+    async def run(self, workers: int) -> None:
+        self.quotas = await self.rest.resource("v1", "resourcequotas")
+        rq_inf = await self.informers.informer_for("v1", "resourcequotas")
+        self.rq_indexer = rq_inf.indexer
+        self._registrations = [(rq_inf, rq_inf.add_event_handler(EventHandlerFuncs(
+            on_add_func=lambda q, _i: self.queue.add(object_key(q)), on_update_func=self._quota_updated,
+            on_delete_func=lambda q: self.queue.add(object_key(_unwrap(q))))))]
+        self.informers.start()
+        log.info("starting resource quota controller")
+        resync: asyncio.Task[None] | None = None
+        try:
+            while not await wait_for_informers([rq_inf]):
+                pass
+            resync = asyncio.create_task(self._resync_loop())
+            await run_workers(workers, lambda: process_queue(self.queue, self.sync, name=NAME), queues=[self.queue])
+        finally:
+            self.queue.shut_down()
+            if resync is not None:
+                await cancel_and_wait([resync])
+            for informer, registration in self._registrations:
+                informer.remove_event_handler(registration)
+            log.info("shutting down resource quota controller")
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self.resync_period)
+            for key in self.rq_indexer.list_keys():
+                self.queue.add(key)
+
+    def _quota_updated(self, old: Obj, cur: Obj) -> None:
+        if (old.get("spec") or {}).get("hard") != (cur.get("spec") or {}).get("hard"):
+            self.queue.add(object_key(cur))
+
+    # -- monitors -----------------------------------------------------------------------------------------
+    async def monitor(self, gr: GroupResource) -> SharedIndexInformer:
+        """The informer for `gr`, started (and its replenishment handler registered) on first use."""
+        async with self._monitor_lock:
+            informer = self._monitors.get(gr)
+            if informer is None:
+                group, resource = gr
+                api_version = "v1" if not group else None
+                informer = await self.informers.informer_for(api_version, f"{resource}.{group}" if group else resource)
+                self._registrations.append((informer, informer.add_event_handler(EventHandlerFuncs(
+                    on_add_func=lambda o, _i: self.replenish(gr, o),
+                    on_update_func=lambda o, n: self.replenish(gr, n) if needs_update(o, n, gr, self.clock.now())
+                    else None,
+                    on_delete_func=lambda o: self.replenish(gr, _unwrap(o))))))
+                self._monitors[gr] = informer
+                self.informers.start()
+        if not await informer.wait_for_sync(MONITOR_SYNC_TIMEOUT):
+            raise RuntimeError(f"timed out waiting for the cache of {gr[1]}.{gr[0] or 'core'} to sync")
+        return informer
+
+    def replenish(self, gr: GroupResource, obj: Obj) -> None:
+        """Enqueue the quotas of the object's namespace that measure its kind."""
+        namespace = str(meta(obj).get("namespace") or "")
+        if not namespace:
+            return
+        ev = evaluator_for(gr)
+        for quota in self.rq_indexer.by_index(NAMESPACE_INDEX, namespace):
+            if ev.matching(from_json((quota.get("spec") or {}).get("hard")).keys()):
+                self.queue.add(object_key(quota))
+
+    # -- sync ---------------------------------------------------------------------------------------------
+    async def sync(self, key: str) -> None:
+        quota = self.rq_indexer.get_by_key(key)
+        if quota is None:
+            return
+        namespace = str(meta(quota).get("namespace") or "")
+        hard_names = from_json((quota.get("spec") or {}).get("hard")).keys()
+        objects: dict[GroupResource, list[Obj]] = {}
+        errors: list[Exception] = []
+        for gr in sorted(group_resources_for(hard_names)):
+            try:
+                informer = await self.monitor(gr)
+            except Exception as e:  # an unknown kind: its names keep their previous usage
+                errors.append(e)
+                continue
+            objects[gr] = informer.indexer.by_index(NAMESPACE_INDEX, namespace)
+        status = new_quota_status(quota, calculate_usage(quota, objects, now=self.clock.now()))
+        if status is not None:
+            body = {**quota, "apiVersion": "v1", "kind": "ResourceQuota", "status": status}
+            await self.quotas.update_status(body, namespace=namespace)
+        if errors:
+            raise errors[0]
+
+
+@register(NAME, workers=5, aliases=("resourcequota-controller",))
+def new_resourcequota_controller(ctx: ControllerContext) -> ResourceQuotaController:
+    return ResourceQuotaController(rest=ctx.rest, informers=ctx.informers, clock=ctx.clock,
+                                   resync_period=float(ctx.options.get("resource_quota_sync_period", RESYNC_PERIOD)))
