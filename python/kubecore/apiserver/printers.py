@@ -98,6 +98,35 @@ def _workload(o: Obj, now: dt.datetime) -> list[Any]:
             st.get("availableReplicas", 0), age(o, now)]
 
 
+def _statefulset(o: Obj, now: dt.datetime) -> list[Any]:
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    return [_name(o), f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 1)}", age(o, now),
+            ",".join(str(c.get("name", "")) for c in containers), ",".join(str(c.get("image", "")) for c in containers)]
+
+
+def _daemonset(o: Obj, now: dt.datetime) -> list[Any]:
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    containers = pod_spec.get("containers") or []
+    match = (spec.get("selector") or {}).get("matchLabels")
+    return [_name(o), st.get("desiredNumberScheduled", 0), st.get("currentNumberScheduled", 0),
+            st.get("numberReady", 0), st.get("updatedNumberScheduled", 0), st.get("numberAvailable", 0),
+            _selector(pod_spec.get("nodeSelector")), age(o, now),
+            ",".join(str(c.get("name", "")) for c in containers), ",".join(str(c.get("image", "")) for c in containers),
+            _selector(match)]
+
+
+def _controller_revision(o: Obj, now: dt.datetime) -> list[Any]:
+    controller = "<none>"
+    for ref in (o.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(ref.get("kind", "")) + (f".{group}" if group else "")
+            controller = f"{kind.lower()}/{ref.get('name', '')}"
+    return [_name(o), controller, o.get("revision", 0), age(o, now)]
+
+
 S, I = "string", "integer"
 PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
     ("", "Namespace"): ([("Name", S, 0), ("Status", S, 0), ("Age", S, 0)],
@@ -119,6 +148,13 @@ PRINTERS: dict[tuple[str, str], tuple[list[Column], Cells]] = {
                   lambda o, n: [_name(o), _node_status(o), "<none>", age(o, n),
                                 ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")]),
     ("apps", "Deployment"): ([("Name", S, 0), ("Ready", S, 0), ("Up-to-date", I, 0), ("Available", I, 0), ("Age", S, 0)], _workload),
+    ("apps", "StatefulSet"): ([("Name", S, 0), ("Ready", S, 0), ("Age", S, 0), ("Containers", S, 1), ("Images", S, 1)],
+                              _statefulset),
+    ("apps", "DaemonSet"): ([("Name", S, 0), ("Desired", I, 0), ("Current", I, 0), ("Ready", I, 0),
+                            ("Up-to-date", I, 0), ("Available", I, 0), ("Node Selector", S, 0), ("Age", S, 0),
+                            ("Containers", S, 1), ("Images", S, 1), ("Selector", S, 1)], _daemonset),
+    ("apps", "ControllerRevision"): ([("Name", S, 0), ("Controller", S, 0), ("Revision", I, 0), ("Age", S, 0)],
+                                     _controller_revision),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): (
         [("Name", S, 0), ("Scope", S, 0), ("Versions", S, 0), ("Created At", "date", 0), ("Group", S, 1),
          ("Kind", S, 1), ("ShortNames", S, 1), ("Established", "boolean", 1)],

@@ -61,6 +61,8 @@ CONTROLLER_MODULES = (
     "kubecore.controllers.podgc",
     "kubecore.controllers.resourcequota",
     "kubecore.controllers.disruption",
+    "kubecore.controllers.statefulset",
+    "kubecore.controllers.daemonset",
 )
 """Modules whose import registers controllers."""
 

@@ -272,3 +272,24 @@ async def slow_start_batch(count: int, initial_batch_size: int,
         remaining -= batch
         batch = min(2 * batch, remaining)
     return successes, None
+
+
+# -- int-or-percent -------------------------------------------------------------------------------
+def scaled_value_from_int_or_percent(value: Any, total: int, *, round_up: bool) -> int:
+    """An IntOrString (3 or "25%") scaled against `total`; percentages round up or down
+    (intstr.GetScaledValueFromIntOrPercent). Raises ValueError for None or a malformed value."""
+    if value is None:
+        raise ValueError("nil value for IntOrString")
+    if isinstance(value, bool):
+        raise ValueError(f"invalid value for IntOrString: {value!r}")
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if not text.endswith("%"):
+        raise ValueError("invalid value for IntOrString: invalid type: string is not a percentage")
+    try:
+        percent = int(text[:-1])
+    except ValueError:
+        raise ValueError(f"invalid value for IntOrString: invalid value {text!r}") from None
+    scaled = percent * total / 100
+    return math.ceil(scaled) if round_up else math.floor(scaled)
