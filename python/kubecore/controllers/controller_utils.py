@@ -160,6 +160,15 @@ def get_controller_of(obj: Obj) -> Obj | None:
     return None
 
 
+CONTROLLER_UID_INDEX = "controllerUID"
+
+
+def controller_uid_index(obj: Obj) -> list[str]:
+    """Index function: the UID of the object's controller (none when it has no controller)."""
+    ref = get_controller_of(obj)
+    return [str(ref.get("uid"))] if ref is not None and ref.get("uid") else []
+
+
 def new_controller_ref(owner: Obj, *, api_version: str, kind: str) -> Obj:
     """An ownerReference making `owner` the controller, blocking its deletion (NewControllerRef)."""
     m = meta(owner)

@@ -38,15 +38,15 @@ from kubecore.client.rest import RestClient
 from kubecore.client.workqueue import RateLimitingQueue
 from kubecore.controllers.base import ControllerContext, register, wait_for_informers
 from kubecore.controllers.controller_utils import (
-    NAMESPACE_TERMINATING_CAUSE, InvalidSelector, Selector, get_controller_of, has_status_cause, labels_of, meta,
-    object_key, selector_from_label_selector,
+    CONTROLLER_UID_INDEX, NAMESPACE_TERMINATING_CAUSE, InvalidSelector, Selector, get_controller_of, has_status_cause, labels_of, meta,
+    controller_uid_index, object_key, selector_from_label_selector,
 )
 from kubecore.controllers.deployment_rollout import rollback, rollout_recreate, rollout_rolling
 from kubecore.controllers.deployment_scaling import RECREATE, ROLLING_UPDATE, strategy_type
 from kubecore.controllers.deployment_sync import D_API_VERSION, D_KIND, DeploymentSync
 from kubecore.controllers.deployment_util import deep_copy, get_rollback_to
 from kubecore.controllers.podcontrol import WARNING, EventRecorderLike, NullRecorder
-from kubecore.controllers.podview import namespace_pod_views
+from kubecore.controllers.podview import POD_OWNER_INDEX, controlled_pod_views, pod_owner_index
 from kubecore.controllers.refmanager import PodControllerRefManager, recheck_deletion_timestamp
 
 log = logging.getLogger(__name__)
@@ -104,8 +104,9 @@ class DeploymentController:
         self.d_client = await self.rest.resource("apps/v1", "deployments")
         self.rs_client = await self.rest.resource("apps/v1", "replicasets")
         d_inf = await self.informers.informer_for("apps/v1", "deployments")
-        rs_inf = await self.informers.informer_for("apps/v1", "replicasets")
-        pod_inf = await self.informers.informer_for("v1", "pods")
+        rs_inf = await self.informers.informer_for("apps/v1", "replicasets",
+                                                   indexers={CONTROLLER_UID_INDEX: controller_uid_index})
+        pod_inf = await self.informers.informer_for("v1", "pods", indexers={POD_OWNER_INDEX: pod_owner_index})
         self.d_indexer, self.rs_indexer, self.pod_indexer = d_inf.indexer, rs_inf.indexer, pod_inf.indexer
         self.ops = DeploymentSync(rs_client=self.rs_client, d_client=self.d_client, recorder=self.recorder,
                                   clock=self.clock, rs_lookup=self.rs_indexer.get_by_key,
@@ -256,17 +257,18 @@ class DeploymentController:
 
     # -- reading the world --------------------------------------------------------------------------
     def owned_replica_sets(self, d: Obj) -> list[Obj]:
-        uid = meta(d).get("uid")
-        return [rs for rs in self.rs_indexer.by_index(NAMESPACE_INDEX, str(meta(d).get("namespace") or ""))
-                if (ref := get_controller_of(rs)) is not None and ref.get("uid") == uid]
+        namespace = meta(d).get("namespace")
+        return [rs for rs in self.rs_indexer.by_index(CONTROLLER_UID_INDEX, str(meta(d).get("uid")))
+                if meta(rs).get("namespace") == namespace]
 
     def pod_map(self, d: Obj, rs_list: list[Obj], selector: Selector) -> dict[str, list[Obj]]:
         """ReplicaSet UID -> the Deployment's pods it controls, finished pods included."""
-        out: dict[str, list[Obj]] = {str(meta(rs).get("uid")): [] for rs in rs_list}
-        for pod in namespace_pod_views(self.pod_indexer, str(meta(d).get("namespace") or "")):
-            ref = get_controller_of(pod)
-            if ref is not None and str(ref.get("uid")) in out and selector.matches(labels_of(pod)):
-                out[str(ref.get("uid"))].append(pod)
+        namespace = str(meta(d).get("namespace") or "")
+        out: dict[str, list[Obj]] = {}
+        for rs in rs_list:
+            uid = str(meta(rs).get("uid"))
+            out[uid] = [pod for pod in controlled_pod_views(self.pod_indexer, namespace, uid)
+                        if selector.matches(labels_of(pod))]
         return out
 
     async def claim_replica_sets(self, d: Obj, selector: Selector) -> list[Obj]:

@@ -17,11 +17,17 @@ Views are cached per indexer entry: the cache's entries are immutable bytes, so 
 is the same object as last time has the same view, and a sync of a namespace with 10,000 pods
 costs 10,000 dictionary lookups instead of 10,000 decodes. Views are therefore shared between
 callers and must never be mutated.
+
+Workload controllers read the pods of *one* owner, not of a whole namespace: with
+`POD_OWNER_INDEX` (ask the shared pod informer for it: `indexers={POD_OWNER_INDEX: pod_owner_index}`)
+the informer files each pod under "<namespace>/<controller uid>" (or "<namespace>/" when it
+has no controller), so `owned_pod_views` (a controller's pods plus the namespace's orphans, all a
+claim can touch) costs in proportion to that owner's pods, not to the namespace's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -102,22 +108,56 @@ def _views_of(indexer: Indexer) -> dict[str, tuple[bytes, Obj]]:
     return views
 
 
+def _cached_view(indexer: Indexer, views: dict[str, tuple[bytes, Obj]], key: str) -> Obj | None:
+    entry = indexer.entry(key)
+    if entry is None:
+        return None
+    cached = views.get(key)
+    if cached is not None and cached[0] is entry:
+        return cached[1]
+    view = pod_view(indexer.codec.raw(entry))
+    views[key] = (entry, view)
+    return view
+
+
+def _views(indexer: Indexer, keys: Iterable[str]) -> list[Obj]:
+    views = _views_of(indexer)
+    out = []
+    for key in keys:
+        view = _cached_view(indexer, views, key)
+        if view is not None:
+            out.append(view)
+    return out
+
+
 def iter_namespace_pod_views(indexer: Indexer, namespace: str) -> Iterator[Obj]:
     """Views of every cached pod in `namespace` (shared, read-only; see the module docstring)."""
-    codec = indexer.codec
-    views = _views_of(indexer)
-    for key in indexer.index_keys(NAMESPACE_INDEX, namespace):
-        entry = indexer.entry(key)
-        if entry is None:
-            continue
-        cached = views.get(key)
-        if cached is not None and cached[0] is entry:
-            yield cached[1]
-            continue
-        view = pod_view(codec.raw(entry))
-        views[key] = (entry, view)
-        yield view
+    yield from _views(indexer, indexer.index_keys(NAMESPACE_INDEX, namespace))
 
 
 def namespace_pod_views(indexer: Indexer, namespace: str) -> list[Obj]:
-    return list(iter_namespace_pod_views(indexer, namespace))
+    return _views(indexer, indexer.index_keys(NAMESPACE_INDEX, namespace))
+
+
+POD_OWNER_INDEX = "podOwner"
+
+
+def pod_owner_index(pod: Obj) -> list[str]:
+    """Index function: "<namespace>/<uid of the controlling owner>", "<namespace>/" for orphans."""
+    m = pod.get("metadata") or {}
+    namespace = m.get("namespace") or ""
+    for ref in m.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return [f"{namespace}/{ref.get('uid') or ''}"]
+    return [f"{namespace}/"]
+
+
+def controlled_pod_views(indexer: Indexer, namespace: str, uid: str) -> list[Obj]:
+    """Views of the pods whose controller has `uid` (needs POD_OWNER_INDEX)."""
+    return _views(indexer, indexer.index_keys(POD_OWNER_INDEX, f"{namespace}/{uid}"))
+
+
+def owned_pod_views(indexer: Indexer, namespace: str, uid: str) -> list[Obj]:
+    """The pods a claim by the controller `uid` can touch: its own plus the namespace's orphans."""
+    return (controlled_pod_views(indexer, namespace, uid)
+            + _views(indexer, indexer.index_keys(POD_OWNER_INDEX, f"{namespace}/")))

@@ -44,14 +44,14 @@ from kubecore.client.rest import RestClient
 from kubecore.client.workqueue import RateLimitingQueue
 from kubecore.controllers.base import ControllerContext, register, wait_for_informers
 from kubecore.controllers.controller_utils import (
-    NAMESPACE_TERMINATING_CAUSE, SLOW_START_INITIAL_BATCH_SIZE, InvalidSelector, Selector, filter_active_pods,
-    get_controller_of, has_status_cause, is_pod_ready, labels_of, meta, new_controller_ref, object_key,
+    CONTROLLER_UID_INDEX, NAMESPACE_TERMINATING_CAUSE, SLOW_START_INITIAL_BATCH_SIZE, InvalidSelector, Selector, filter_active_pods,
+    controller_uid_index, get_controller_of, has_status_cause, is_pod_ready, labels_of, meta, new_controller_ref, object_key,
     selector_from_label_selector, slow_start_batch,
 )
 from kubecore.controllers.expectations import UIDTrackingControllerExpectations
 from kubecore.controllers.podcontrol import EventRecorderLike, NullRecorder, PodControl, RealPodControl
 from kubecore.controllers.podranking import get_pods_to_delete
-from kubecore.controllers.podview import namespace_pod_views
+from kubecore.controllers.podview import POD_OWNER_INDEX, namespace_pod_views, owned_pod_views, pod_owner_index
 from kubecore.controllers.refmanager import PodControllerRefManager, recheck_deletion_timestamp
 from kubecore.controllers.replicaset_status import (
     calculate_status, min_ready_seconds, spec_replicas, status_unchanged, with_status,
@@ -64,7 +64,6 @@ Obj = dict[str, Any]
 BURST_REPLICAS = 500
 """At most this many pods are created or deleted by one sync (upstream's BurstReplicas)."""
 STATUS_UPDATE_RETRIES = 1
-CONTROLLER_UID_INDEX = "controllerUID"
 
 
 @dataclass(frozen=True)
@@ -88,12 +87,6 @@ def _rs_selector(obj: Obj) -> Selector:
 
 REPLICA_SET = ReplicaKind(name="replicaset", api_version="apps/v1", kind="ReplicaSet", resource="replicasets",
                           component="replicaset-controller", selector_of=_rs_selector)
-
-
-def controller_uid_index(obj: Obj) -> list[str]:
-    """Index function: the UID of the object's controller (none when it has no controller)."""
-    ref = get_controller_of(obj)
-    return [str(ref.get("uid"))] if ref is not None and ref.get("uid") else []
 
 
 class ReplicaSetController:
@@ -132,7 +125,7 @@ class ReplicaSetController:
             self.pod_control = RealPodControl(pods_client, self.recorder)
         rs_informer = await self.informers.informer_for(self.kind.api_version, self.kind.resource,
                                                         indexers={CONTROLLER_UID_INDEX: controller_uid_index})
-        pod_informer = await self.informers.informer_for("v1", "pods")
+        pod_informer = await self.informers.informer_for("v1", "pods", indexers={POD_OWNER_INDEX: pod_owner_index})
         self.rs_indexer, self.pod_indexer = rs_informer.indexer, pod_informer.indexer
         self._registrations = [
             (rs_informer, rs_informer.add_event_handler(EventHandlerFuncs(
@@ -300,7 +293,7 @@ class ReplicaSetController:
             log.error("%s %s has an invalid selector: %s", self.kind.kind, key, e)
             return
         namespace, _ = split_meta_namespace_key(key)
-        pods = filter_active_pods(namespace_pod_views(self.pod_indexer, namespace))
+        pods = filter_active_pods(owned_pod_views(self.pod_indexer, namespace, str(meta(rs).get("uid") or "")))
         pods = await self.claim_pods(rs, selector, pods)
         manage_error: Exception | None = None
         if needs_sync and not meta(rs).get("deletionTimestamp"):

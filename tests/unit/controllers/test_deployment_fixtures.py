@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, cast
 
+from kubecore.controllers.controller_utils import CONTROLLER_UID_INDEX, controller_uid_index
+from kubecore.controllers.podview import POD_OWNER_INDEX, pod_owner_index
 from kubecore.client.clock import FakeClock
 from kubecore.client.errors import AlreadyExists, Conflict, NotFound
 from kubecore.client.factory import SharedInformerFactory
@@ -150,7 +152,9 @@ class World:
         self.recorder = Recorder()
         self.c = DeploymentController(rest=cast(RestClient, None), informers=cast(SharedInformerFactory, None),
                                       recorder=self.recorder, clock=self.clock)
-        self.c.d_indexer, self.c.rs_indexer, self.c.pod_indexer = Indexer(), Indexer(), Indexer()
+        self.c.d_indexer = Indexer()
+        self.c.rs_indexer = Indexer(indexers={CONTROLLER_UID_INDEX: controller_uid_index})
+        self.c.pod_indexer = Indexer(indexers={POD_OWNER_INDEX: pod_owner_index})
         self.rs_client = FakeReplicaSets(self, self.c.rs_indexer)
         self.d_client = FakeDeployments(self, self.c.d_indexer)
         self.c.rs_client = self.rs_client  # type: ignore[assignment]

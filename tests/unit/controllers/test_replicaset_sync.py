@@ -13,7 +13,9 @@ from kubecore.client.errors import ApiError, NotFound
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import Indexer
 from kubecore.client.rest import RestClient
-from kubecore.controllers.replicaset import CONTROLLER_UID_INDEX, ReplicaSetController, controller_uid_index
+from kubecore.controllers.controller_utils import CONTROLLER_UID_INDEX, controller_uid_index
+from kubecore.controllers.podview import POD_OWNER_INDEX, pod_owner_index
+from kubecore.controllers.replicaset import ReplicaSetController
 from kubecore.controllers.replication import ReplicationManager
 from tests.unit.controllers.test_replicaset_fixtures import NOW, RS_UID, FakePodControl, api_error, make_pod, make_rs
 
@@ -43,7 +45,7 @@ def make_controller(*, burst: int = 500, rc: bool = False) -> tuple[ReplicaSetCo
     c = cls(rest=cast(RestClient, None), informers=cast(SharedInformerFactory, None), clock=FakeClock(NOW),
             burst_replicas=burst, pod_control=control)
     c.rs_indexer = Indexer(indexers={CONTROLLER_UID_INDEX: controller_uid_index})
-    c.pod_indexer = Indexer()
+    c.pod_indexer = Indexer(indexers={POD_OWNER_INDEX: pod_owner_index})
     client = FakeRsClient(c)
     c.rs_client = client  # type: ignore[assignment]
     return c, control, client
@@ -252,3 +254,21 @@ def test_pod_views_keep_what_the_controller_reads() -> None:
     assert view["metadata"] == want_meta
     assert view["spec"] == {"nodeName": "n1"}
     assert view["status"] == {**full["status"], "containerStatuses": [{"restartCount": 2}]}
+
+
+def test_owner_index_finds_a_controllers_pods_and_the_orphans_only() -> None:
+    from kubecore.controllers.podview import controlled_pod_views, owned_pod_views
+
+    ix = Indexer(indexers={POD_OWNER_INDEX: pod_owner_index})
+    for name, ns, owner in [("mine-1", "default", RS_UID), ("mine-2", "default", RS_UID), ("orphan", "default", None),
+                            ("theirs", "default", "someone-else"), ("far", "elsewhere", RS_UID)]:
+        ix.put(make_pod(name, ns=ns, owner_uid=owner) if owner else make_pod(name, ns=ns))
+    names = lambda views: sorted(v["metadata"]["name"] for v in views)  # noqa: E731
+    assert names(controlled_pod_views(ix, "default", RS_UID)) == ["mine-1", "mine-2"]
+    assert names(owned_pod_views(ix, "default", RS_UID)) == ["mine-1", "mine-2", "orphan"]
+    adopted = make_pod("orphan", owner_uid=RS_UID)
+    ix.put(adopted)  # re-indexed under its new controller, and its view follows the new entry
+    assert names(controlled_pod_views(ix, "default", RS_UID)) == ["mine-1", "mine-2", "orphan"]
+    assert names(owned_pod_views(ix, "default", "someone-else")) == ["theirs"]
+    ix.delete(adopted)
+    assert names(owned_pod_views(ix, "default", RS_UID)) == ["mine-1", "mine-2"]
