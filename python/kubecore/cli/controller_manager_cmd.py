@@ -4,7 +4,10 @@ Flags follow kube-controller-manager's names: --kubeconfig, --controllers (comma
 defaults, "-name" turns one off), --leader-elect / --no-leader-elect, --leader-elect-lease-duration,
 --leader-elect-renew-deadline, --leader-elect-retry-period (Go durations such as "15s", "500ms",
 or plain seconds), --leader-elect-resource-namespace/-name, --concurrent-gc-syncs,
---concurrent-namespace-syncs, --kube-api-qps, --kube-api-burst. SIGINT/SIGTERM stop it cleanly
+--concurrent-namespace-syncs, --kube-api-qps, --kube-api-burst, and the node lifecycle
+controller's --node-monitor-period, --node-monitor-grace-period, --node-startup-grace-period,
+--node-eviction-rate, --secondary-node-eviction-rate, --large-cluster-size-threshold,
+--unhealthy-zone-threshold. SIGINT/SIGTERM stop it cleanly
 (controllers stopped, lease released). Exit status 1 when leadership is lost, as upstream.
 
 `kubecore up` starts this command as its child process once the API server is ready.
@@ -60,6 +63,7 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrent-namespace-syncs", type=int, default=10)
     p.add_argument("--kube-api-qps", type=float, default=1000.0, help="client requests per second (<= 0: no limit)")
     p.add_argument("--kube-api-burst", type=int, default=2000)
+    _add_node_lifecycle_flags(p)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     p.set_defaults(run=_run)
 
@@ -88,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         retry_period=args.leader_elect_retry_period, lease_namespace=args.leader_elect_resource_namespace,
         lease_name=args.leader_elect_resource_name,
         workers={"garbagecollector": args.concurrent_gc_syncs, "namespace": args.concurrent_namespace_syncs})
+    options.controller_options.update(_node_lifecycle_options(args))
     try:
         manager = ControllerManager(config, options=options)
     except (UnknownController, ValueError) as e:
@@ -129,3 +134,24 @@ def _ready(url: str) -> bool:
             return bool(resp.status == 200)
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+NODE_LIFECYCLE_FLAGS = (
+    # (flag, type, default, ControllerContext.options key): kube-controller-manager's names and defaults
+    ("--node-monitor-period", parse_duration, 5.0, "node_monitor_period"),
+    ("--node-monitor-grace-period", parse_duration, 50.0, "node_monitor_grace_period"),
+    ("--node-startup-grace-period", parse_duration, 60.0, "node_startup_grace_period"),
+    ("--node-eviction-rate", float, 0.1, "node_eviction_rate"),
+    ("--secondary-node-eviction-rate", float, 0.01, "secondary_node_eviction_rate"),
+    ("--large-cluster-size-threshold", int, 50, "large_cluster_size_threshold"),
+    ("--unhealthy-zone-threshold", float, 0.55, "unhealthy_zone_threshold"),
+)
+
+
+def _add_node_lifecycle_flags(p: Any) -> None:
+    for flag, kind, default, _ in NODE_LIFECYCLE_FLAGS:
+        p.add_argument(flag, type=kind, default=default, metavar="DURATION" if kind is parse_duration else None)
+
+
+def _node_lifecycle_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {key: getattr(args, flag[2:].replace("-", "_")) for flag, _, _, key in NODE_LIFECYCLE_FLAGS}

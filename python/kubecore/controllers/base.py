@@ -63,6 +63,10 @@ CONTROLLER_MODULES = (
     "kubecore.controllers.disruption",
     "kubecore.controllers.statefulset",
     "kubecore.controllers.daemonset",
+    "kubecore.controllers.job",
+    "kubecore.controllers.cronjob",
+    "kubecore.controllers.ttlafterfinished",
+    "kubecore.controllers.nodelifecycle",
 )
 """Modules whose import registers controllers."""
 

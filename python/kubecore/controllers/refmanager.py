@@ -52,12 +52,16 @@ class CannotAdopt(Exception):
     """The live controller failed the adoption recheck."""
 
 
-def adopt_patch(*, api_version: str, kind: str, owner: Obj, pod: Obj) -> Obj:
+def adopt_patch(*, api_version: str, kind: str, owner: Obj, pod: Obj, finalizers: tuple[str, ...] = ()) -> Obj:
+    """The adoption patch; `finalizers` are added too (the Job controller's tracking finalizer)."""
     m = meta(owner)
-    return {"metadata": {"ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": m.get("name"),
-                                              "uid": m.get("uid"), "controller": True,
-                                              "blockOwnerDeletion": True}],
-                         "uid": meta(pod).get("uid")}}
+    patch: Obj = {"metadata": {"ownerReferences": [{"apiVersion": api_version, "kind": kind, "name": m.get("name"),
+                                                    "uid": m.get("uid"), "controller": True,
+                                                    "blockOwnerDeletion": True}],
+                               "uid": meta(pod).get("uid")}}
+    if finalizers:
+        patch["metadata"]["finalizers"] = list(finalizers)
+    return patch
 
 
 def release_patch(*, owner: Obj, pod: Obj) -> Obj:
@@ -88,8 +92,9 @@ class PodControllerRefManager:
     """Claims pods for one controller object in one sync pass (make a new one per pass)."""
 
     def __init__(self, pod_control: PodControl, controller: Obj, selector: Selector, *, api_version: str,
-                 kind: str, can_adopt: CanAdopt | None = None) -> None:
+                 kind: str, can_adopt: CanAdopt | None = None, finalizers: tuple[str, ...] = ()) -> None:
         self.pod_control = pod_control
+        self.finalizers = finalizers
         self.controller = controller
         self.selector = selector
         self.api_version = api_version
@@ -156,7 +161,8 @@ class PodControllerRefManager:
             await self.can_adopt()
         except Exception as e:
             raise CannotAdopt(f"can't adopt Pod {pm.get('namespace')}/{pm.get('name')} ({pm.get('uid')}): {e}") from e
-        patch = adopt_patch(api_version=self.api_version, kind=self.kind, owner=self.controller, pod=pod)
+        patch = adopt_patch(api_version=self.api_version, kind=self.kind, owner=self.controller, pod=pod,
+                            finalizers=self.finalizers)
         await self.pod_control.patch_pod(str(pm.get("namespace", "")), str(pm.get("name", "")), patch)
 
     async def release_pod(self, pod: Obj) -> None:
