@@ -2,7 +2,9 @@
 
 Built in so far: NamespaceLifecycle (no new objects in a missing or terminating namespace; the
 system namespaces cannot be deleted), then the pod plugins of admission_pods.py (ServiceAccount,
-LimitRanger, Priority, DefaultTolerationSeconds). Mutating plugins run before validating ones.
+LimitRanger, Priority, DefaultTolerationSeconds), then ResourceQuota (quota_admission.py: refuses
+what would exceed a quota of the namespace, charges status.used of the quotas it matches).
+Mutating plugins run before validating ones; ResourceQuota runs last, on the mutated object.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from kubecore.api import errors, meta
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.apiserver.admission_pods import PodAdmission, is_pod, system_priority_classes
 from kubecore.apiserver.lookups import Lookups
+from kubecore.apiserver.quota_admission import ResourceQuotaAdmission
 from kubecore.apiserver.storage import ObjectStore
 
 Obj = dict[str, Any]
@@ -28,15 +31,23 @@ class Admission:
         self.namespaces = ns
         self.lookups = Lookups(objects)
         self.pods = PodAdmission(registry, self.lookups)
+        self.quota = ResourceQuotaAdmission(registry, objects, self.lookups)
 
-    async def admit_create(self, rt: ResourceType, obj: Obj) -> None:
+    async def admit_create(self, rt: ResourceType, obj: Obj, *, dry_run: bool = False) -> None:
+        """Mutates or refuses a new object; charges quota unless `dry_run`."""
         if rt.namespaced:
             self._namespace_accepts_new_content(obj["metadata"]["namespace"])
         if is_pod(rt):
             self.pods.admit(obj)
+        if rt.namespaced:
+            await self.quota.admit(rt, obj, dry_run=dry_run)
 
-    async def admit_update(self, rt: ResourceType, new: Obj, old: Obj) -> None:
-        return None
+    async def admit_update(self, rt: ResourceType, new: Obj, old: Obj, *, subresource: str = "",
+                           dry_run: bool = False) -> None:
+        """Refuses an update (or charges its extra quota usage unless `dry_run`); subresource
+        writes are not quota'd (upstream's ResourceQuota ignores them)."""
+        if rt.namespaced and not subresource:
+            await self.quota.admit(rt, new, old, dry_run=dry_run)
 
     async def admit_delete(self, rt: ResourceType, old: Obj) -> None:
         if rt is self.namespaces and old["metadata"]["name"] in UNDELETABLE:

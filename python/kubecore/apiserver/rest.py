@@ -306,8 +306,8 @@ class Resources:
         if namespaces.is_namespace(rt):
             namespaces.prepare_create(obj)
         customresource.validate_create(rt, obj)
-        await self.admission.admit_create(rt, obj)
         dry = self._dry_run(request)
+        await self.admission.admit_create(rt, obj, dry_run=dry)
         if not self._is_service(rt):
             if dry:
                 return respond(obj, 201)
@@ -385,7 +385,7 @@ class Resources:
             namespaces.prepare_update(old, merged, subresource=info.subresource)
         customresource.validate_update(rt, merged, old, subresource=info.subresource)
         dry = self._dry_run(request)
-        await self.admission.admit_update(rt, merged, old)
+        await self.admission.admit_update(rt, merged, old, subresource=info.subresource, dry_run=dry)
         change = reconcile_update(self.allocators, old, merged) if self._is_service(rt) and not info.subresource else None
         if dry:
             if change is not None:

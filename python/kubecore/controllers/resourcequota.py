@@ -3,26 +3,26 @@ pkg/controller/resourcequota: resource_quota_controller.go + resource_quota_moni
 
 Level-driven; the queue holds quota keys:
 - a quota added, deleted, or updated with a different spec.hard enqueues itself (status writes,
-  including ours, do not);
+  including ours and the ResourceQuota admission's charges, do not);
 - every `resync_period` (5 min, kube-controller-manager's --resource-quota-sync-period) all
   quotas are enqueued: the full recalculation that catches anything missed;
-- replenishment: a change to an object a quota counts enqueues the quotas of its namespace that
-  measure its kind (`Monitors`).
+- replenishment: usage rises at admission (the API server charges status.used when it admits a
+  create), so only what lowers it enqueues the quotas of the namespace that measure the kind
+  (`Monitors`): a deletion, or an update upstream's DefaultUpdateFilter lets through (a pod
+  that stops being charged, a service whose quota'd type changes, a claim whose allocated
+  storage changes). Reacting to creations too would let a sync from a lagging pod cache undo
+  a charge the admission has just made.
 
 A sync (upstream syncResourceQuota) reads the quota from the cache and makes sure an informer
 (a monitor) runs for every kind its hard names need (pods, services, persistentvolumeclaims,
 configmaps, ..., any count/<resource>.<group> that discovery resolves), then computes usage from
-those caches (`resourcequota_evaluators.calculate_usage`). status.used keeps previous values for
-names no evaluator can measure, and is limited to the names in spec.hard. The status is written
-(PUT .../status) when status.hard differs from spec.hard, a used value changed, or it was never
-written.
+those caches (`kubecore.api.quota.calculate_usage`, shared with the admission). status.used keeps
+previous values for names no evaluator can measure, and is limited to the names in spec.hard. The
+status is written (PUT .../status) when status.hard differs from spec.hard, a used value changed,
+or it was never written.
 
-Differences from upstream, on purpose:
-- monitors are started on demand for the kinds quotas name, not for every discovered resource;
-- kubecore's API server has no ResourceQuota admission plugin yet (nothing charges usage or
-  rejects a create over quota at admission), so replenishment also reacts to creations and to
-  any pod change that alters its usage or scopes, not only to deletions and pods finishing;
-  usage then follows creations within a sync instead of a resync period.
+Difference from upstream, on purpose: monitors are started on demand for the kinds quotas name,
+not for every discovered resource.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from kubecore.client.workqueue import RateLimitingQueue
 from kubecore.controllers.base import (
     ControllerContext, cancel_and_wait, process_queue, register, run_workers, wait_for_informers,
 )
-from kubecore.controllers.controller_utils import meta, object_key
-from kubecore.controllers.resourcequota_evaluators import (
-    GroupResource, calculate_usage, evaluator_for, from_json, group_resources_for, is_best_effort, is_terminating,
-    pod_usage, quota_v1_pod, rl_equal, rl_mask, to_json,
+from kubecore.api.quota import (
+    GroupResource, calculate_usage, evaluator_for, from_json, group_resources_for, quota_v1_pod, rl_equal, rl_mask,
+    to_json,
 )
+from kubecore.controllers.controller_utils import meta, object_key
 
 log = logging.getLogger(__name__)
 
@@ -59,29 +59,23 @@ def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
-def pod_quota_projection(pod: Obj, now: float) -> tuple[Any, ...]:
-    """What of a pod quota usage depends on (a pod update that keeps it changes nothing)."""
-    spec = pod.get("spec") or {}
-    return (quota_v1_pod(pod, now), to_json(pod_usage(pod, now)), is_terminating(pod), is_best_effort(pod),
-            spec.get("priorityClassName"), bool(spec.get("affinity")))
-
-
-def service_quota_projection(svc: Obj) -> tuple[Any, ...]:
-    spec = svc.get("spec") or {}
-    return spec.get("type"), [p.get("nodePort") for p in spec.get("ports") or () if isinstance(p, dict)], \
-        spec.get("allocateLoadBalancerNodePorts")
+def _quota_service_type(svc: Obj) -> str:
+    """GetQuotaServiceType: NodePort or LoadBalancer, else ""."""
+    kind = (svc.get("spec") or {}).get("type")
+    return str(kind) if kind in ("NodePort", "LoadBalancer") else ""
 
 
 def needs_update(old: Obj, new: Obj, gr: GroupResource, now: float) -> bool:
-    """Whether an update of an object of `gr` may change some quota's usage."""
+    """Whether an update of an object of `gr` may lower some quota's usage (upstream's
+    DefaultUpdateFilter; increases are charged at admission)."""
     if gr == ("", "pods"):
-        return pod_quota_projection(old, now) != pod_quota_projection(new, now)
+        return quota_v1_pod(old, now) and not quota_v1_pod(new, now)
     if gr == ("", "services"):
-        return service_quota_projection(old) != service_quota_projection(new)
+        return _quota_service_type(old) != _quota_service_type(new)
     if gr == ("", "persistentvolumeclaims"):
-        old_alloc = (old.get("status") or {}).get("allocatedResources")
-        return (old.get("spec") or {}).get("resources") != (new.get("spec") or {}).get("resources") \
-            or old_alloc != (new.get("status") or {}).get("allocatedResources")
+        def allocated(pvc: Obj) -> Any:
+            return ((pvc.get("status") or {}).get("allocatedResources") or {}).get("storage")
+        return bool(allocated(old) != allocated(new))
     return False
 
 
@@ -160,7 +154,6 @@ class ResourceQuotaController:
                 api_version = "v1" if not group else None
                 informer = await self.informers.informer_for(api_version, f"{resource}.{group}" if group else resource)
                 self._registrations.append((informer, informer.add_event_handler(EventHandlerFuncs(
-                    on_add_func=lambda o, _i: self.replenish(gr, o),
                     on_update_func=lambda o, n: self.replenish(gr, n) if needs_update(o, n, gr, self.clock.now())
                     else None,
                     on_delete_func=lambda o: self.replenish(gr, _unwrap(o))))))

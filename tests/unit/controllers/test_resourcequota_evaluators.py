@@ -7,7 +7,7 @@ from typing import Any
 
 from kubecore.controllers.controller_utils import format_time
 from kubecore.controllers.resourcequota import new_quota_status
-from kubecore.controllers.resourcequota_evaluators import (
+from kubecore.api.quota import (
     calculate_usage, group_resources_for, parse_count_name, pod_matches_scope, pod_usage, pvc_usage, service_usage,
     to_json,
 )
@@ -87,8 +87,8 @@ def test_calculate_usage_and_group_resources() -> None:
     q = quota({"pods": "10", "requests.cpu": "4", "limits.cpu": "4", "count/deployments.apps": "3", "configmaps": "9"})
     assert group_resources_for(q["spec"]["hard"]) == {PODS, ("apps", "deployments"), ("", "configmaps")}
     assert parse_count_name("count/deployments.apps") == ("apps", "deployments")
-    objects = {PODS: [pod("a"), pod("b", phase="Failed")], ("apps", "deployments"): [{}, {}],
-               ("", "configmaps"): [{}]}
+    objects: dict[tuple[str, str], list[Obj]] = {
+        PODS: [pod("a"), pod("b", phase="Failed")], ("apps", "deployments"): [{}, {}], ("", "configmaps"): [{}]}
     assert to_json(calculate_usage(q, objects, now=NOW)) == {
         "configmaps": "1", "count/deployments.apps": "2", "limits.cpu": "0", "pods": "1", "requests.cpu": "200m"}
     scoped = quota({"pods": "10"}, scopes=["BestEffort"])

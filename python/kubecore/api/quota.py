@@ -1,12 +1,18 @@
-"""How much of a quota the objects of a namespace use (upstream pkg/quota/v1: resources.go, generic/,
-evaluator/core/{pods,services,persistent_volume_claims}.go).
+"""How much of a ResourceQuota objects use: shared by the quota controller (which recalculates
+status.used from every object of a namespace) and the API server's ResourceQuota admission (which
+charges one object at a time). Upstream: pkg/quota/v1 (resources.go, generic/),
+pkg/quota/v1/evaluator/core/{pods,services,persistent_volume_claims}.go, install/registry.go.
 
-A ResourceList is a dict resource name -> `Quantity`; `rl_add`, `rl_mask`, `rl_equal` and
-`to_json` / `from_json` are upstream's quota.Add/Mask/Equals and the wire form (canonical strings).
+A ResourceList is a dict resource name -> `Quantity`; `rl_add`, `rl_subtract_floor`, `rl_mask`,
+`rl_equal`, `rl_less_or_equal`, `rl_remove_zeros` and `to_json` / `from_json` are upstream's
+quota.Add/SubtractWithNonNegativeResult/Mask/Equals/LessThanOrEqual/RemoveZeros and the wire
+form (canonical strings).
 
 An `Evaluator` knows one group-resource: which quota resource names it can measure
-(`matching`) and one object's usage (`usage`), and whether an object matches a quota scope
-(`matches_scope`; only pods have scopes, other kinds never match a scoped quota):
+(`matching`), one object's usage (`usage`), whether an object matches a quota scope
+(`matches_scope`; pods only, other kinds never match a scoped quota), which writes admission
+charges (`handles`: pods and plain object counts on create, services and claims on create and
+update) and, for pods, the resources every container must name (`constraints`):
 
 - pods: pods (only pods not finished and not stuck terminating past their grace period),
   count/pods (every pod), cpu/memory/ephemeral-storage and their requests./limits. forms from the
@@ -30,10 +36,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from kubecore.api.quantity import DECIMAL_SI, Quantity, QuantityError, from_int, parse_json
-from kubecore.controllers.controller_utils import meta, parse_time
+from kubecore.api.quantity import DECIMAL_SI, NANO, Quantity, QuantityError, from_int, parse_json
 
 Obj = dict[str, Any]
 ResourceList = dict[str, Quantity]
@@ -48,10 +54,38 @@ POD_RESOURCES = frozenset({"pods", "count/pods", "cpu", "memory", "ephemeral-sto
                            "requests.memory", "requests.ephemeral-storage", "limits.cpu", "limits.memory",
                            "limits.ephemeral-storage"})
 POD_RESOURCE_PREFIXES = ("hugepages-", "requests.hugepages-")
+# Quota'd cpu or memory obliges every container to name it (upstream's "mistake", kept for compatibility).
+POD_REQUIRED = frozenset({"cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"})
 SERVICE_RESOURCES = frozenset({"services", "count/services", "services.loadbalancers", "services.nodeports"})
 PVC_RESOURCES = frozenset({"persistentvolumeclaims", "count/persistentvolumeclaims", "requests.storage"})
+# Never quota'd: virtual resources that are not stored, and events (install/registry.go).
+IGNORED_RESOURCES = frozenset({
+    ("", "bindings"), ("", "componentstatuses"), ("authentication.k8s.io", "tokenreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"), ("authorization.k8s.io", "subjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"), ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"), ("", "events"), ("events.k8s.io", "events"),
+})
 ONE = from_int(1)
 ZERO = Quantity(0, DECIMAL_SI)
+
+
+def _meta(obj: Obj) -> Obj:
+    m = obj.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def _spec(obj: Obj) -> Obj:
+    s = obj.get("spec")
+    return s if isinstance(s, dict) else {}
+
+
+def _timestamp(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 # -- resource lists -----------------------------------------------------------------------------------
@@ -64,6 +98,17 @@ def rl_add(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList
     out = dict(a)
     for k, v in b.items():
         out[k] = q_add(out[k], v) if k in out else v
+    return out
+
+
+def rl_subtract_floor(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> ResourceList:
+    """SubtractWithNonNegativeResult: a - b per name, never below zero; names only in b are zero."""
+    out: ResourceList = {}
+    for k, v in a.items():
+        diff = v.nanos - b[k].nanos if k in b else v.nanos
+        out[k] = Quantity(diff, v.format) if diff > 0 else ZERO
+    for k in b:
+        out.setdefault(k, ZERO)
     return out
 
 
@@ -84,6 +129,19 @@ def rl_equal(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> bool:
     return a.keys() == b.keys() and all(a[k].cmp(b[k]) == 0 for k in a)
 
 
+def rl_less_or_equal(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> list[str]:
+    """LessThanOrEqual: the names of `b` that `a` exceeds (empty: a <= b)."""
+    return [k for k, limit in b.items() if k in a and a[k].cmp(limit) > 0]
+
+
+def rl_remove_zeros(rl: Mapping[str, Quantity]) -> ResourceList:
+    return {k: v for k, v in rl.items() if not v.is_zero()}
+
+
+def rl_negative(rl: Mapping[str, Quantity]) -> list[str]:
+    return [k for k, v in rl.items() if v.sign() < 0]
+
+
 def from_json(value: Any) -> ResourceList:
     """A ResourceList from its wire form; unparseable quantities are left out."""
     out: ResourceList = {}
@@ -99,12 +157,12 @@ def to_json(rl: Mapping[str, Quantity]) -> dict[str, str]:
     return {k: rl[k].canonical() for k in sorted(rl)}
 
 
+def pretty(rl: Mapping[str, Quantity]) -> str:
+    """prettyPrint: "name=value" sorted by name, comma-separated."""
+    return ",".join(f"{k}={rl[k].canonical()}" for k in sorted(rl))
+
+
 # -- pods ---------------------------------------------------------------------------------------------
-def _spec(obj: Obj) -> Obj:
-    s = obj.get("spec")
-    return s if isinstance(s, dict) else {}
-
-
 def _container_list(c: Obj, field: str) -> ResourceList:
     return from_json((c.get("resources") or {}).get(field))
 
@@ -135,18 +193,19 @@ def quota_v1_pod(pod: Obj, now: float) -> bool:
     """Whether a pod is charged to compute quota: not finished, not stuck terminating past its grace."""
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return False
-    m = meta(pod)
-    deleted, grace = parse_time(m.get("deletionTimestamp")), m.get("deletionGracePeriodSeconds")
+    m = _meta(pod)
+    deleted, grace = _timestamp(m.get("deletionTimestamp")), m.get("deletionGracePeriodSeconds")
     return not (deleted is not None and grace is not None and now > deleted + int(grace))
 
 
-def pod_usage(pod: Obj, now: float) -> ResourceList:
-    """podEvaluator.Usage."""
-    result: ResourceList = {"count/pods": ONE}
-    if not quota_v1_pod(pod, now):
-        return result
-    requests, limits = pod_resources(pod, "requests"), pod_resources(pod, "limits")
-    result["pods"] = ONE
+def _is_extended(name: str) -> bool:
+    """helper.IsExtendedResourceName: a domain-qualified name outside kubernetes.io, not requests.*."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def compute_usage(requests: Mapping[str, Quantity], limits: Mapping[str, Quantity]) -> ResourceList:
+    """podComputeUsageHelper: the quota names a set of requests and limits uses (pods=1 included)."""
+    result: ResourceList = {"pods": ONE}
     for name in ("cpu", "memory", "ephemeral-storage"):
         if name in requests:
             result[name] = requests[name]
@@ -157,9 +216,36 @@ def pod_usage(pod: Obj, now: float) -> ResourceList:
         if name.startswith("hugepages-"):
             result[name] = value
             result[f"requests.{name}"] = value
-        elif "/" in name and not name.startswith("requests.") and "kubernetes.io/" not in name:
+        elif _is_extended(name):
             result[f"requests.{name}"] = value  # extended resources are quota'd as requests.<name>
     return result
+
+
+def pod_usage(pod: Obj, now: float) -> ResourceList:
+    """podEvaluator.Usage."""
+    result: ResourceList = {"count/pods": ONE}
+    if not quota_v1_pod(pod, now):
+        return result
+    return rl_add(result, compute_usage(pod_resources(pod, "requests"), pod_resources(pod, "limits")))
+
+
+def pod_constraints(required: Iterable[str], pod: Obj) -> str | None:
+    """podEvaluator.Constraints: "must specify <name> for: <containers>; ..." when a quota that
+    measures cpu or memory meets a container that does not name them; None when all do."""
+    wanted = POD_REQUIRED.intersection(required)
+    if not wanted:
+        return None
+    missing: dict[str, set[str]] = {}
+    spec = _spec(pod)
+    for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
+        if not isinstance(c, dict):
+            continue
+        named = compute_usage(_container_list(c, "requests"), _container_list(c, "limits"))
+        for name in wanted.difference(named):
+            missing.setdefault(name, set()).add(str(c.get("name") or ""))
+    if not missing:
+        return None
+    return "must specify " + "; ".join(f"{name} for: {','.join(sorted(missing[name]))}" for name in sorted(missing))
 
 
 def is_terminating(pod: Obj) -> bool:
@@ -173,7 +259,7 @@ def is_best_effort(pod: Obj) -> bool:
     for c in list(spec.get("containers") or ()) + list(spec.get("initContainers") or ()):
         for field in ("requests", "limits"):
             rl = _container_list(c, field)
-            if any(name in rl and not rl[name].is_zero() for name in ("cpu", "memory")):
+            if any(name in rl and rl[name].sign() > 0 for name in ("cpu", "memory")):
                 return False
     return True
 
@@ -191,11 +277,14 @@ def uses_cross_namespace_affinity(pod: Obj) -> bool:
 
 
 def _selector_op(value: str, operator: str, values: list[str]) -> bool:
+    """A label selector requirement on the one label "PriorityClass" ("" = the pod has none)."""
     if operator == "In":
-        return value in values
+        return bool(value) and value in values
     if operator == "NotIn":
-        return value not in values
-    return operator == "Exists"  # the key is always there (DoesNotExist never matches)
+        return not value or value not in values
+    if operator == "Exists":
+        return bool(value)
+    return operator == "DoesNotExist" and not value
 
 
 def pod_matches_scope(scope: str, pod: Obj, *, operator: str = "Exists", values: list[str] | None = None) -> bool:
@@ -208,8 +297,7 @@ def pod_matches_scope(scope: str, pod: Obj, *, operator: str = "Exists", values:
     if scope == "NotBestEffort":
         return not is_best_effort(pod)
     if scope == "PriorityClass":
-        name = str(_spec(pod).get("priorityClassName") or "")
-        return bool(name) if operator == "Exists" else _selector_op(name, operator, list(values or []))
+        return _selector_op(str(_spec(pod).get("priorityClassName") or ""), operator, list(values or []))
     if scope == "CrossNamespacePodAffinity":
         return uses_cross_namespace_affinity(pod)
     return False
@@ -225,16 +313,34 @@ def service_usage(svc: Obj) -> ResourceList:
         result["services.nodeports"] = from_int(len(ports))
     elif spec.get("type") == "LoadBalancer":
         result["services.loadbalancers"] = ONE
-        if spec.get("allocateLoadBalancerNodePorts", True) is not False:
+        if spec.get("allocateLoadBalancerNodePorts") is False:  # only the node ports asked for by number
             result["services.nodeports"] = from_int(sum(1 for p in ports if p.get("nodePort")))
+        else:
+            result["services.nodeports"] = from_int(len(ports))
     return result
 
 
 def pvc_class(pvc: Obj) -> str:
-    annotations = meta(pvc).get("annotations") or {}
+    annotations = _meta(pvc).get("annotations") or {}
     if "volume.beta.kubernetes.io/storage-class" in annotations:
         return str(annotations["volume.beta.kubernetes.io/storage-class"])
     return str(_spec(pvc).get("storageClassName") or "")
+
+
+def _whole_bytes(q: Quantity) -> Quantity:
+    """RoundUp(0): storage is charged in whole bytes."""
+    return q if q.nanos % NANO == 0 else Quantity(-((-q.nanos) // NANO) * NANO, q.format)
+
+
+def pvc_storage(pvc: Obj) -> Quantity | None:
+    """getStorageUsage: the request, or the allocated size when the request exists and is smaller."""
+    requested = from_json((_spec(pvc).get("resources") or {}).get("requests")).get("storage")
+    if requested is None:
+        return None
+    allocated = from_json((pvc.get("status") or {}).get("allocatedResources")).get("storage")
+    if allocated is not None and allocated.cmp(requested) > 0:
+        return _whole_bytes(allocated)
+    return _whole_bytes(requested)
 
 
 def pvc_usage(pvc: Obj) -> ResourceList:
@@ -242,9 +348,7 @@ def pvc_usage(pvc: Obj) -> ResourceList:
     cls = pvc_class(pvc)
     if cls:
         result[f"{cls}{STORAGE_CLASS_SUFFIX}persistentvolumeclaims"] = ONE
-    requested = from_json((_spec(pvc).get("resources") or {}).get("requests")).get("storage")
-    allocated = from_json((pvc.get("status") or {}).get("allocatedResources")).get("storage")
-    storage = max((q for q in (requested, allocated) if q is not None), default=None, key=lambda q: q.nanos)
+    storage = pvc_storage(pvc)
     if storage is not None:
         result["requests.storage"] = storage
         if cls:
@@ -272,6 +376,9 @@ class Evaluator:
     matching: Callable[[Iterable[str]], list[str]]
     usage: Callable[[Obj, float], ResourceList]
     matches_scope: Callable[[str, Obj, str, list[str]], bool]
+    handles_update: bool = False
+    """Admission charges creates always; updates only where usage can change (services, claims)."""
+    constraints: Callable[[Iterable[str], Obj], str | None] = lambda _required, _obj: None  # pods only
 
 
 def _no_scope(_scope: str, _obj: Obj, _op: str, _values: list[str]) -> bool:
@@ -299,12 +406,12 @@ def _pvc_matching(names: Iterable[str]) -> list[str]:
 
 def evaluator_for(gr: GroupResource) -> Evaluator:
     if gr == ("", "pods"):
-        return Evaluator(gr, _pod_matching, pod_usage, _pod_scope)
+        return Evaluator(gr, _pod_matching, pod_usage, _pod_scope, constraints=pod_constraints)
     if gr == ("", "services"):
         return Evaluator(gr, lambda names: [n for n in names if n in SERVICE_RESOURCES],
-                         lambda obj, _now: service_usage(obj), _no_scope)
+                         lambda obj, _now: service_usage(obj), _no_scope, handles_update=True)
     if gr == ("", "persistentvolumeclaims"):
-        return Evaluator(gr, _pvc_matching, lambda obj, _now: pvc_usage(obj), _no_scope)
+        return Evaluator(gr, _pvc_matching, lambda obj, _now: pvc_usage(obj), _no_scope, handles_update=True)
     names = {count_name(gr)} | ({LEGACY_COUNT_NAMES[gr]} if gr in LEGACY_COUNT_NAMES else set())
     usage = {n: ONE for n in names}
     return Evaluator(gr, lambda given: [n for n in given if n in names], lambda _obj, _now: dict(usage), _no_scope)
@@ -328,20 +435,27 @@ def group_resources_for(hard_names: Iterable[str]) -> set[GroupResource]:
     return out
 
 
-def _matches(ev: Evaluator, obj: Obj, scopes: list[str], selector: list[Obj]) -> bool:
-    if not all(ev.matches_scope(s, obj, "Exists", []) for s in scopes):
-        return False
-    return all(ev.matches_scope(str(r.get("scopeName")), obj, str(r.get("operator") or "Exists"),
-                                [str(v) for v in r.get("values") or ()]) for r in selector)
+def scope_selectors(quota: Obj) -> list[tuple[str, str, list[str]]]:
+    """getScopeSelectorsFromQuota: (scopeName, operator, values) of spec.scopes (as Exists) and
+    spec.scopeSelector.matchExpressions."""
+    spec = _spec(quota)
+    out: list[tuple[str, str, list[str]]] = [(str(s), "Exists", []) for s in spec.get("scopes") or ()]
+    for r in (spec.get("scopeSelector") or {}).get("matchExpressions") or ():
+        if isinstance(r, dict):
+            values = [str(v) for v in r.get("values") or ()]
+            out.append((str(r.get("scopeName")), str(r.get("operator") or "Exists"), values))
+    return out
+
+
+def matches_scopes(ev: Evaluator, obj: Obj, selectors: list[tuple[str, str, list[str]]]) -> bool:
+    return all(ev.matches_scope(scope, obj, op, values) for scope, op, values in selectors)
 
 
 def calculate_usage(quota: Obj, objects: Mapping[GroupResource, list[Obj]], *, now: float) -> ResourceList:
     """Usage of every hard resource some evaluator can measure, from `objects` (the namespace's
     objects of each group-resource the quota needs; a group-resource missing here is skipped)."""
-    spec = quota.get("spec") or {}
-    hard_names = list(from_json(spec.get("hard")).keys())
-    scopes = [str(s) for s in spec.get("scopes") or ()]
-    selector = [r for r in (spec.get("scopeSelector") or {}).get("matchExpressions") or () if isinstance(r, dict)]
+    hard_names = list(from_json(_spec(quota).get("hard")).keys())
+    selectors = scope_selectors(quota)
     used: ResourceList = {}
     matched: set[str] = set()
     for gr, items in objects.items():
@@ -352,7 +466,7 @@ def calculate_usage(quota: Obj, objects: Mapping[GroupResource, list[Obj]], *, n
         matched.update(names)
         stats: ResourceList = {n: ZERO for n in names}
         for obj in items:
-            if _matches(ev, obj, scopes, selector):
+            if matches_scopes(ev, obj, selectors):
                 stats = rl_add(stats, ev.usage(obj, now))
         used = rl_add(used, stats)
     return rl_mask(used, matched)
