@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,16 +19,11 @@ from typing import Any
 import pytest
 
 from kubecore.client.clock import FakeClock
-from kubecore.client.config import ClientConfig
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
 from kubecore.controllers.controller_utils import format_time, parse_time
+from tests.integration.inprocess import eventually, run_controllers
 
-WAIT = 30.0
 Obj = dict[str, Any]
 
 
@@ -49,12 +43,15 @@ class Env:
                       key=lambda j: str(j["metadata"]["name"]))
 
     async def eventually(self, check: Callable[[], Awaitable[bool]], what: str) -> None:
-        deadline = time.monotonic() + WAIT
-        while not await check():
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out waiting for {what}")
+        """Poll `check`, creeping the fake clock forward a little after each miss."""
+
+        async def ticking() -> bool:
+            if await check():
+                return True
             self.clock.advance(0.005)
-            await asyncio.sleep(0.05)
+            return False
+
+        await eventually(ticking, what)
 
     async def create(self, body: Obj) -> Obj:
         """Create the CronJob and move the fake clock to 1 s past its creation, just after the
@@ -74,27 +71,12 @@ class Env:
 
 @pytest.fixture
 async def env(server_url: str) -> AsyncIterator[Env]:
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    ns = f"cj-{uuid.uuid4().hex[:8]}"
-    namespaces = await rest.resource("v1", "namespaces")
-    await namespaces.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     clock = FakeClock(math.floor(time.time()) - 5)
-    factory = SharedInformerFactory(rest, namespace=ns)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder, clock=clock,
-                            options={"cronjob_time_zone": "UTC"})
-    controller = load_builtin_controllers()["cronjob"].constructor(ctx)
-    task = asyncio.create_task(controller.run(workers=2))
-    e = Env(ns=ns, rest=rest, clock=clock, jobs=await rest.resource("batch/v1", "jobs"),
-            cronjobs=await rest.resource("batch/v1", "cronjobs"), events=await rest.resource("v1", "events"))
-    try:
-        yield e
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    async with run_controllers(server_url, ("cronjob",), ns_prefix="cj", clock=clock,
+                               options={"cronjob_time_zone": "UTC"}) as running:
+        yield Env(ns=running.ns, rest=running.rest, clock=clock, jobs=await running.resource("batch/v1", "jobs"),
+                  cronjobs=await running.resource("batch/v1", "cronjobs"),
+                  events=await running.resource("v1", "events"))
 
 
 def cronjob_body(name: str, *, policy: str = "Allow", successful_limit: int = 3) -> Obj:

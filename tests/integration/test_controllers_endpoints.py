@@ -6,26 +6,19 @@ deadline; nothing asserts on elapsed time."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from kubecore.client.config import ClientConfig
 from kubecore.client.errors import NotFound
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.resource import ResourceClient
-from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
 from kubecore.controllers.controller_utils import format_time
+from tests.integration.inprocess import eventually, run_controllers
 
-WAIT = 30.0
 Obj = dict[str, Any]
 MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 
@@ -44,46 +37,17 @@ class Env:
         return items
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def env(server_url: str) -> AsyncIterator[Env]:
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    ns = f"ep-{uuid.uuid4().hex[:8]}"
-    node = f"node-{uuid.uuid4().hex[:6]}"
-    await (await rest.resource("v1", "namespaces")).create(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    await (await rest.resource("v1", "nodes")).create(
-        {"apiVersion": "v1", "kind": "Node",
-         "metadata": {"name": node, "labels": {"topology.kubernetes.io/zone": "zone-a"}}})
-    factory = SharedInformerFactory(rest, namespace=ns)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder)
-    registry = load_builtin_controllers()
-    controllers = [registry[n].constructor(ctx) for n in ("endpointslice", "endpoint")]
-    tasks = [asyncio.create_task(c.run(workers=2)) for c in controllers]
-    e = Env(ns=ns, node=node, pods=await rest.resource("v1", "pods"),
-            services=await rest.resource("v1", "services"),
-            slices=await rest.resource("discovery.k8s.io/v1", "endpointslices"),
-            endpoints=await rest.resource("v1", "endpoints"))
-    try:
-        yield e
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for t in tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    async with run_controllers(server_url, ("endpointslice", "endpoint"), ns_prefix="ep") as running:
+        node = f"node-{uuid.uuid4().hex[:6]}"
+        nodes = await running.resource("v1", "nodes")
+        await nodes.create({"apiVersion": "v1", "kind": "Node",
+                            "metadata": {"name": node, "labels": {"topology.kubernetes.io/zone": "zone-a"}}})
+        yield Env(ns=running.ns, node=node, pods=await running.resource("v1", "pods"),
+                  services=await running.resource("v1", "services"),
+                  slices=await running.resource("discovery.k8s.io/v1", "endpointslices"),
+                  endpoints=await running.resource("v1", "endpoints"))
 
 
 def service_body(name: str, *, target_port: Any = "http", publish_not_ready: bool = False) -> Obj:

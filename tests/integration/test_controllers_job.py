@@ -8,26 +8,19 @@ asserts on elapsed time. Pod counts stay small."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from kubecore.client.config import ClientConfig
 from kubecore.client.errors import NotFound
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
 from kubecore.controllers.controller_utils import format_time
+from tests.integration.inprocess import eventually, run_controllers
 
-WAIT = 30.0
 TRACKING = "batch.kubernetes.io/job-tracking"
 Obj = dict[str, Any]
 
@@ -49,38 +42,12 @@ class Env:
         return await self.jobs.get(name, namespace=self.ns)
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 @pytest.fixture
 async def env(server_url: str) -> AsyncIterator[Env]:
     """A fresh namespace; the job and ttl-after-finished controllers in-process, watching it."""
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    ns = f"job-{uuid.uuid4().hex[:8]}"
-    namespaces = await rest.resource("v1", "namespaces")
-    await namespaces.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    factory = SharedInformerFactory(rest, namespace=ns)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder)
-    registry = load_builtin_controllers()
-    controllers = [registry[name].constructor(ctx) for name in ("job", "ttl-after-finished")]
-    tasks = [asyncio.create_task(c.run(workers=2)) for c in controllers]
-    e = Env(ns=ns, rest=rest, pods=await rest.resource("v1", "pods"), jobs=await rest.resource("batch/v1", "jobs"),
-            events=await rest.resource("v1", "events"))
-    try:
-        yield e
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    async with run_controllers(server_url, ("job", "ttl-after-finished"), ns_prefix="job") as running:
+        yield Env(ns=running.ns, rest=running.rest, pods=await running.resource("v1", "pods"),
+                  jobs=await running.resource("batch/v1", "jobs"), events=await running.resource("v1", "events"))
 
 
 def job_body(name: str, *, completions: int = 1, parallelism: int = 1, backoff_limit: int = 6,
@@ -155,7 +122,7 @@ async def test_job_completes_when_its_pods_succeed(env: Env) -> None:
                                          "controller": True, "blockOwnerDeletion": True}]
 
     async def active_two() -> bool:
-        return (await env.job("pi")).get("status", {}).get("active") == 2
+        return bool((await env.job("pi")).get("status", {}).get("active") == 2)
 
     await eventually(active_two, "status.active 2")
     for p in pods:
@@ -207,7 +174,7 @@ async def test_indexed_job(env: Env) -> None:
     await finish_pod(env, by_index["1"], exit_code=0)
 
     async def one_done() -> bool:
-        return (await env.job("idx")).get("status", {}).get("completedIndexes") == "1"
+        return bool((await env.job("idx")).get("status", {}).get("completedIndexes") == "1")
 
     await eventually(one_done, "completedIndexes 1")
     await finish_pod(env, by_index["0"], exit_code=0)

@@ -7,25 +7,19 @@ a deadline; nothing asserts on elapsed time."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from kubecore.client.config import ClientConfig
 from kubecore.client.errors import NotFound, TooManyRequests
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
 from kubecore.controllers.controller_utils import format_time
+from tests.integration.inprocess import eventually, new_client, run_controllers
 
-WAIT = 30.0
 Obj = dict[str, Any]
 CONTROLLERS = ("serviceaccount", "podgc", "resourcequota", "disruption")
 OPTIONS = {"podgc_check_period": 0.3, "podgc_quarantine_time": 0.3, "terminated_pod_gc_threshold": 2}
@@ -41,38 +35,14 @@ class Env:
         return await self.rest.resource(api_version, resource)
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def env(server_url: str) -> AsyncIterator[Env]:
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    no_retry = RestClient(ClientConfig(server=server_url, qps=0, max_retries=0))
-    ns = f"misc-{uuid.uuid4().hex[:8]}"
-    await (await rest.resource("v1", "namespaces")).create(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    factory = SharedInformerFactory(rest)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder, options=dict(OPTIONS))
-    registry = load_builtin_controllers()
-    tasks = [asyncio.create_task(registry[n].constructor(ctx).run(workers=2)) for n in CONTROLLERS]
+    no_retry = new_client(server_url, max_retries=0)
     try:
-        yield Env(ns=ns, rest=rest, no_retry=no_retry)
+        async with run_controllers(server_url, CONTROLLERS, ns_prefix="misc", namespaced=False,
+                                   options=OPTIONS) as running:
+            yield Env(ns=running.ns, rest=running.rest, no_retry=no_retry)
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for t in tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
         await no_retry.close()
 
 

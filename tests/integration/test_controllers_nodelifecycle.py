@@ -17,18 +17,14 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
-from kubecore.client.config import ClientConfig
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.resource import ResourceClient
-from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
 from kubecore.controllers.controller_utils import format_time, parse_time
+from tests.integration import inprocess
+from tests.integration.inprocess import run_controllers
 
 WAIT = 40.0
 GRACE = 4.0
@@ -43,15 +39,11 @@ def micro_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
+T = TypeVar("T")
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], what: str) -> T:
+    return await inprocess.eventually(check, what, timeout=WAIT, interval=0.1)
 
 
 @dataclass
@@ -117,32 +109,18 @@ def taint(node: Obj, key: str, effect: str) -> Obj | None:
 
 @pytest.fixture
 async def env(server_url: str) -> AsyncIterator[Env]:
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    ns = f"nl-{uuid.uuid4().hex[:8]}"
-    await (await rest.resource("v1", "namespaces")).create(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    factory = SharedInformerFactory(rest)  # cluster-wide: nodes, and leases in kube-node-lease
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder, options=dict(OPTIONS))
-    registry = load_builtin_controllers()
-    controllers = [registry[n].constructor(ctx) for n in ("nodelifecycle", "tainteviction")]
-    e = Env(ns=ns, nodes=await rest.resource("v1", "nodes"), pods=await rest.resource("v1", "pods"),
-            leases=await rest.resource("coordination.k8s.io/v1", "leases"),
-            events=await rest.resource("v1", "events"))
-    tasks = [asyncio.create_task(c.run(workers=2)) for c in controllers]
-    tasks.append(asyncio.create_task(e.heartbeat_forever()))
-    try:
-        yield e
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for t in tasks[:-1]:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    # cluster-wide informers: nodes, and leases in kube-node-lease
+    async with run_controllers(server_url, ("nodelifecycle", "tainteviction"), ns_prefix="nl", namespaced=False,
+                               options=OPTIONS) as running:
+        e = Env(ns=running.ns, nodes=await running.resource("v1", "nodes"), pods=await running.resource("v1", "pods"),
+                leases=await running.resource("coordination.k8s.io/v1", "leases"),
+                events=await running.resource("v1", "events"))
+        heartbeats = asyncio.create_task(e.heartbeat_forever())
+        try:
+            yield e
+        finally:
+            heartbeats.cancel()
+            await asyncio.gather(heartbeats, return_exceptions=True)
 
 
 async def test_unreachable_node_is_tainted_and_its_pods_evicted(env: Env) -> None:

@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from kubecore.client.sinks import RestApiSink
-from kubecore.client.config import ClientConfig
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
 from kubecore.controllers.controller_utils import format_time
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
+from tests.integration.inprocess import WAIT, eventually, run_controllers
 
-WAIT = 30.0
 Obj = dict[str, Any]
 
 
@@ -43,42 +37,14 @@ class Env:
         return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def env(server_url: str) -> AsyncIterator[Env]:
     """A fresh namespace and both controllers running in-process, watching only that namespace."""
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    ns = f"rs-{uuid.uuid4().hex[:8]}"
-    namespaces = await rest.resource("v1", "namespaces")
-    await namespaces.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    factory = SharedInformerFactory(rest, namespace=ns)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder)
-    registry = load_builtin_controllers()  # built the way the controller manager builds them
-    controllers = [registry[name].constructor(ctx) for name in ("replicaset", "replicationcontroller")]
-    tasks = [asyncio.create_task(c.run(workers=3)) for c in controllers]
-    e = Env(ns=ns, rest=rest, pods=await rest.resource("v1", "pods"),
-            rss=await rest.resource("apps/v1", "replicasets"),
-            rcs=await rest.resource("v1", "replicationcontrollers"))
-    try:
-        yield e
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for t in tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    async with run_controllers(server_url, ("replicaset", "replicationcontroller"), ns_prefix="rs",
+                               workers=3) as running:
+        yield Env(ns=running.ns, rest=running.rest, pods=await running.resource("v1", "pods"),
+                  rss=await running.resource("apps/v1", "replicasets"),
+                  rcs=await running.resource("v1", "replicationcontrollers"))
 
 
 def rs_body(name: str, replicas: int, *, app: str = "web") -> Obj:

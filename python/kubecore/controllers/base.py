@@ -1,21 +1,31 @@
 """What every controller is and how the controller manager finds it.
 
 A controller is a small object with a `name` and `async run(workers)` that reconciles until it is
-cancelled (kube-controller-manager's `Controller` + `InitFunc`, reduced to one protocol):
+cancelled (kube-controller-manager's `Controller` + `InitFunc`, reduced to one protocol). Most are
+a `QueueController`: they say which informers they watch and what a sync of one key does, and
+inherit the rest (upstream's Run / worker / processNextWorkItem, written once here):
 
-    @register("replicaset", workers=5)
-    class ReplicaSetController:
-        name = "replicaset"
+    class ThingController(QueueController):
+        name = "thing"
+        description = "thing controller"            # in the start/stop log lines
 
-        def __init__(self, ctx: ControllerContext) -> None:
-            self.ctx = ctx
+        async def wire(self) -> None:             # once per run: clients, informers, handlers
+            pods = await self.informers.informer_for("v1", "pods")
+            self.pod_indexer = pods.indexer
+            self.wiring.add(pods, EventHandlerFuncs(on_add_func=lambda p, _i: self.enqueue(p)))
 
-        async def run(self, workers: int) -> None:
-            pods = await self.ctx.informers.informer_for("v1", "pods")
-            pods.add_event_handler(EventHandlerFuncs(on_add_func=...))
-            self.ctx.informers.start()          # starts the informers asked for so far
-            await wait_for_informers([pods])
-            await run_workers(self.sync, queue, workers)   # until cancelled
+        async def sync(self, key: str) -> None:   # never concurrently for one key
+            ...
+
+    @register("thing", workers=5)
+    def new_thing(ctx: ControllerContext) -> ThingController:
+        return ThingController(rest=ctx.rest, informers=ctx.informers, clock=ctx.clock)
+
+`run(workers)` then starts the informers, waits for their caches, runs `workers` copies of the
+worker loop (`process_queue`: sync, forget on success, requeue with backoff on error) until
+cancelled, and finally shuts the queue and takes its event handlers off the shared informers.
+Controllers of another shape (periodic passes, several kinds of queue) use the same pieces:
+`Wiring` (handlers on, caches synced, handlers off), `process_queue`, `run_workers`, `run_every`.
 
 Rules a controller follows (DESIGN.md, issue 4):
 - It talks to the API server only, through `ctx.rest` and informers from `ctx.informers` (one
@@ -43,11 +53,15 @@ from typing import Any, Protocol, TypeVar
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.events import EventRecorder
 from kubecore.client.factory import SharedInformerFactory
-from kubecore.client.informer import SharedIndexInformer
+from kubecore.client.informer import Registration, ResourceEventHandler, SharedIndexInformer
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
+from kubecore.client.workqueue import RateLimitingQueue, WorkQueue
+from kubecore.controllers.controller_utils import object_key
+from kubecore.controllers.podcontrol import EventRecorderLike, NullRecorder
 
 log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
 
 CONTROLLER_MODULES = (
     "kubecore.controllers.garbagecollector",
@@ -170,22 +184,39 @@ async def wait_for_informers(informers: Iterable[SharedIndexInformer], *,
     return all(results)
 
 
+K = TypeVar("K")
 
-async def process_queue(queue: RateLimitingQueue[Any], sync: Callable[[Any], Awaitable[None]], *,
-                        name: str) -> None:
-    """The canonical worker: take a key, sync it, forget on success, requeue with backoff on error."""
+
+def requeue_with_backoff(queue: RateLimitingQueue[K], key: K, err: Exception, *, name: str) -> None:
+    """What a failed sync means unless a controller says otherwise: log it, retry with backoff."""
+    log.warning("%s: error syncing %r (retry %d): %s", name, key, queue.num_requeues(key) + 1, err,
+                exc_info=log.isEnabledFor(logging.DEBUG))
+    queue.add_rate_limited(key)
+
+
+async def process_queue(queue: RateLimitingQueue[K], sync: Callable[[K], Awaitable[Any]], *, name: str,
+                        on_error: Callable[[K, Exception], None] | None = None,
+                        on_success: Callable[[K, Any], None] | None = None) -> None:
+    """The canonical worker: take a key, sync it, forget it on success, requeue it with backoff on
+    error; `done` in every case. Until the queue shuts down.
+
+    `name` labels the error log lines. `on_error(key, err)` replaces the requeue-with-backoff
+    policy; `on_success(key, result)` replaces the forget (it gets what `sync` returned)."""
+    failed = on_error if on_error is not None else (lambda key, e: requeue_with_backoff(queue, key, e, name=name))
     async for key in queue:
         try:
-            await sync(key)
-            queue.forget(key)
+            result = await sync(key)
         except asyncio.CancelledError:
-            queue.done(key)
             raise
         except Exception as e:
-            log.warning("%s: error syncing %r (retry %d): %s", name, key, queue.num_requeues(key) + 1, e,
-                        exc_info=log.isEnabledFor(logging.DEBUG))
-            queue.add_rate_limited(key)
-        queue.done(key)
+            failed(key, e)
+        else:
+            if on_success is None:
+                queue.forget(key)
+            else:
+                on_success(key, result)
+        finally:
+            queue.done(key)
 
 
 async def run_workers(workers: int, worker: Callable[[], Awaitable[None]], *,
@@ -208,3 +239,125 @@ async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | asyncio.Future[Any
         t.cancel()
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def run_every(period: float, fn: Callable[[], Awaitable[None]], *, clock: Clock, what: str) -> None:
+    """wait.Until: run `fn`, then sleep `period`, until cancelled; a failing run is logged, not fatal."""
+    while True:
+        try:
+            await fn()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s failed", what)
+        await clock.sleep(period)
+
+
+class Wiring:
+    """What one controller plugged into the process's shared informers: the informers whose first
+    list it waits for, and the event handlers it registered on them. The informers outlive the
+    controller (they are shared); its handlers do not: `run` takes them off when it ends."""
+
+    def __init__(self, factory: SharedInformerFactory) -> None:
+        self.factory = factory
+        self.informers: list[SharedIndexInformer] = []
+        """Waited for before any work starts (registration order)."""
+        self.registrations: list[tuple[SharedIndexInformer, Registration]] = []
+
+    def add(self, informer: SharedIndexInformer, handler: ResourceEventHandler | None = None, *,
+            wait: bool = True, resync_period: float | None = None) -> None:
+        """Register `handler` (if any) on `informer`; with `wait`, its cache must sync before work starts."""
+        if wait and informer not in self.informers:
+            self.informers.append(informer)
+        if handler is not None:
+            self.registrations.append((informer, informer.add_event_handler(handler, resync_period=resync_period)))
+
+    def remove(self) -> None:
+        """Take every handler off and forget the informers (a later run wires again)."""
+        for informer, registration in self.registrations:
+            informer.remove_event_handler(registration)
+        self.registrations, self.informers = [], []
+
+    async def run(self, label: str, work: Callable[[], Awaitable[object]], *,
+                  queues: Iterable[WorkQueue[Any]] = ()) -> None:
+        """Start the factory's informers, wait (as long as it takes) for the caches, then `work()`
+        until cancelled; finally shut `queues` down and `remove` the handlers. `label` names the
+        controller in the start/stop log lines."""
+        self.factory.start()
+        log.info("starting %s", label)
+        try:
+            while not await wait_for_informers(self.informers):
+                pass
+            await work()
+        finally:
+            for queue in queues:
+                queue.shut_down()
+            self.remove()
+            log.info("shutting down %s", label)
+
+
+class QueueController:
+    """A controller driven by one rate-limited queue of keys ("<namespace>/<name>" unless it says
+    otherwise).
+
+    A subclass sets `name` and `description`, implements `wire()` (clients, informers, handlers
+    through `self.wiring.add`) and `sync(key)`; it may override `on_sync_error` (the retry policy),
+    `work` (more queues or tasks) and `queues` (what is shut down at the end)."""
+
+    name: str
+    """The registry name; it also labels the error log lines."""
+    description: str
+    """How the start/stop log lines call it ("deployment controller")."""
+
+    def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
+                 recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK,
+                 queue: RateLimitingQueue[str] | None = None) -> None:
+        self.rest = rest
+        self.informers = informers
+        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
+        self.clock = clock
+        self.queue: RateLimitingQueue[str] = queue if queue is not None else RateLimitingQueue(clock=clock)
+        self.wiring = Wiring(informers)
+        self._ready = False
+
+    async def setup(self) -> None:
+        """Resolve the clients, get the shared informers and register the handlers (once per run)."""
+        if self._ready:
+            return
+        await self.wire()
+        self._ready = True
+
+    async def wire(self) -> None:
+        raise NotImplementedError
+
+    async def sync(self, key: str) -> object:
+        """Reconcile one key (never called concurrently for one key: the queue's promise)."""
+        raise NotImplementedError
+
+    async def run(self, workers: int) -> None:
+        """Set up, start the informers (if nobody did), wait for their first lists, `work` until
+        cancelled; then shut the queues down and unregister the handlers."""
+        await self.setup()
+        try:
+            await self.wiring.run(self.description, lambda: self.work(workers), queues=self.queues())
+        finally:
+            self._ready = False
+
+    def queues(self) -> list[RateLimitingQueue[str]]:
+        """The queues `run` shuts down when it ends."""
+        return [self.queue]
+
+    async def work(self, workers: int) -> None:
+        """What runs once the caches synced, until cancelled: `workers` copies of `worker`."""
+        await run_workers(workers, self.worker)
+
+    async def worker(self) -> None:
+        """One worker on `queue`: `sync` each key, `on_sync_error` when it fails."""
+        await process_queue(self.queue, self.sync, name=self.name, on_error=self.on_sync_error)
+
+    def on_sync_error(self, key: str, err: Exception) -> None:
+        """The retry policy: log, requeue with the queue's per-item backoff."""
+        requeue_with_backoff(self.queue, key, err, name=self.name)
+
+    def enqueue(self, obj: Obj) -> None:
+        self.queue.add(object_key(obj))

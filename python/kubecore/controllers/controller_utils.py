@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from kubecore.client.indexer import NAMESPACE_INDEX, Indexer
+
 Obj = dict[str, Any]
 
 SLOW_START_INITIAL_BATCH_SIZE = 1
@@ -259,6 +261,41 @@ def selector_from_label_selector(sel: Any) -> Selector:
             raise InvalidSelector(f"values set must be empty for exists and does not exist (key {key!r})")
         reqs.append((key, op, frozenset(str(v) for v in values)))
     return Selector(reqs)
+
+
+# -- cached owners --------------------------------------------------------------------------------
+def spec_selector(obj: Obj) -> Selector:
+    """The compiled spec.selector (a LabelSelector) of a workload object (raises InvalidSelector)."""
+    return selector_from_label_selector((obj.get("spec") or {}).get("selector"))
+
+
+def resolve_controller_ref(indexer: Indexer, namespace: str, ref: Obj, *, kind: str) -> Obj | None:
+    """The cached object a controller reference names, if it is of `kind` and has the reference's
+    UID (a new object of the same name is not it)."""
+    if ref.get("kind") != kind:
+        return None
+    obj = indexer.get_by_key(f"{namespace}/{ref.get('name')}")
+    if obj is None or meta(obj).get("uid") != ref.get("uid"):
+        return None
+    return obj
+
+
+def selecting_objects(indexer: Indexer, obj: Obj, *,
+                      selector_of: Callable[[Obj], Selector] = spec_selector) -> list[Obj]:
+    """Cached objects of `obj`'s namespace whose valid, non-empty selector matches its labels (who
+    may adopt an orphan); none for an object without labels."""
+    labels = labels_of(obj)
+    if not labels:
+        return []
+    out = []
+    for candidate in indexer.by_index(NAMESPACE_INDEX, str(meta(obj).get("namespace") or "")):
+        try:
+            selector = selector_of(candidate)
+        except InvalidSelector:
+            continue
+        if not selector.empty and selector.matches(labels):
+            out.append(candidate)
+    return out
 
 
 # -- slow start -----------------------------------------------------------------------------------

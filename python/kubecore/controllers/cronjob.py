@@ -29,7 +29,6 @@ warning, as upstream; the API server refuses it on new objects), else the contro
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import zoneinfo
 from datetime import datetime, timezone, tzinfo
@@ -40,13 +39,13 @@ from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import AlreadyExists, NotFound
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, process_queue, register
 from kubecore.controllers.controller_utils import (
     NAMESPACE_TERMINATING_CAUSE, format_time, get_controller_of, has_status_cause, meta, object_key, parse_time,
+    resolve_controller_ref,
 )
 from kubecore.controllers.cronjob_jobs import (
     CRONJOB_API_VERSION, CRONJOB_KIND, active_refs, delete_from_active_list, finished_status, in_active_list,
@@ -57,7 +56,7 @@ from kubecore.controllers.cronjob_schedule import (
     InvalidSchedule, Missed, Schedule, load_location, local_zone, most_recent_schedule_time, next_schedule_delay,
     parse_schedule,
 )
-from kubecore.controllers.podcontrol import NORMAL, WARNING, EventRecorderLike, NullRecorder
+from kubecore.controllers.podcontrol import NORMAL, WARNING, EventRecorderLike
 
 log = logging.getLogger(__name__)
 
@@ -82,86 +81,48 @@ def _rfc1123z(t: float) -> str:
     return datetime.fromtimestamp(int(t), timezone.utc).strftime("%a, %d %b %Y %H:%M:%S +0000")
 
 
-class CronJobController:
+class CronJobController(QueueController):
     """Runs until cancelled: `await CronJobController(rest=..., informers=...).run(workers=5)`."""
 
     name = "cronjob"
+    description = "cronjob controller v2"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK,
                  time_zone: tzinfo | None = None) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
-        self.clock = clock
+        super().__init__(rest=rest, informers=informers, recorder=recorder, clock=clock)
         self.default_tz = time_zone if time_zone is not None else local_zone()
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
-        self._informers: tuple[SharedIndexInformer, ...] = ()
         self.jobs: ResourceClient
         self.cronjobs: ResourceClient
         self.job_indexer: Indexer
         self.cj_indexer: Indexer
 
     # -- wiring -----------------------------------------------------------------------------------
-    async def setup(self) -> None:
+    async def wire(self) -> None:
         self.jobs = await self.rest.resource("batch/v1", "jobs")
         self.cronjobs = await self.rest.resource("batch/v1", "cronjobs")
         job_informer = await self.informers.informer_for("batch/v1", "jobs")
         cj_informer = await self.informers.informer_for("batch/v1", "cronjobs")
         self.job_indexer, self.cj_indexer = job_informer.indexer, cj_informer.indexer
-        self._registrations = [
-            (job_informer, job_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=self._add_job, on_update_func=self._update_job, on_delete_func=self._delete_job))),
-            (cj_informer, cj_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda obj, _initial: self.enqueue(obj), on_update_func=self._update_cronjob,
-                on_delete_func=lambda obj: self.enqueue(obj.obj if isinstance(obj, DeletedFinalStateUnknown)
-                                                        else obj)))),
-        ]
-        self._informers = (job_informer, cj_informer)
+        self.wiring.add(job_informer, EventHandlerFuncs(
+            on_add_func=self._add_job, on_update_func=self._update_job, on_delete_func=self._delete_job))
+        self.wiring.add(cj_informer, EventHandlerFuncs(
+            on_add_func=lambda obj, _initial: self.enqueue(obj), on_update_func=self._update_cronjob,
+            on_delete_func=lambda obj: self.enqueue(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)))
 
-    async def run(self, workers: int) -> None:
-        await self.setup()
-        self.informers.start()
-        log.info("starting cronjob controller v2")
-        try:
-            while not await wait_for_informers(self._informers):
-                pass
-            await asyncio.gather(*(self._worker() for _ in range(max(1, workers))))
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            self._registrations = []
-            log.info("shutting down cronjob controller v2")
+    async def worker(self) -> None:
+        await process_queue(self.queue, self.sync, name=self.name, on_error=self.on_sync_error,
+                            on_success=self._requeue)
 
-    async def _worker(self) -> None:
-        async for key in self.queue:
-            try:
-                requeue_after = await self.sync(key)
-            except asyncio.CancelledError:
-                self.queue.done(key)
-                raise
-            except Exception as e:
-                log.warning("error syncing CronJobController %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            else:
-                if requeue_after is not None:
-                    self.queue.forget(key)
-                    self.queue.add_after(key, requeue_after)
-            self.queue.done(key)
-
-    def enqueue(self, obj: Obj) -> None:
-        self.queue.add(object_key(obj))
+    def _requeue(self, key: str, requeue_after: float | None) -> None:
+        """A sync that asks to look again later starts its backoff over (others keep theirs, as upstream)."""
+        if requeue_after is not None:
+            self.queue.forget(key)
+            self.queue.add_after(key, requeue_after)
 
     # -- event handlers ---------------------------------------------------------------------------
     def resolve_controller_ref(self, namespace: str, ref: Obj) -> Obj | None:
-        if ref.get("kind") != CRONJOB_KIND:
-            return None
-        cj = self.cj_indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        if cj is None or meta(cj).get("uid") != ref.get("uid"):
-            return None
-        return cj
+        return resolve_controller_ref(self.cj_indexer, namespace, ref, kind=CRONJOB_KIND)
 
     def _enqueue_owner(self, job: Obj, ref: Obj | None) -> None:
         if ref is None:

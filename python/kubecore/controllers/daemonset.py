@@ -37,15 +37,15 @@ import msgspec
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import NotFound
 from kubecore.client.factory import SharedInformerFactory
-from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.indexer import DeletedFinalStateUnknown, Indexer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import (
     NAMESPACE_TERMINATING_CAUSE, InvalidSelector, Selector, get_controller_of, has_status_cause, is_pod_ready,
-    labels_of, meta, new_controller_ref, object_key, pod_phase, selector_from_label_selector,
+    labels_of, meta, new_controller_ref, object_key, pod_phase, resolve_controller_ref, selecting_objects,
+    selector_from_label_selector,
 )
 from kubecore.controllers.daemonset_history import DaemonSetHistory
 from kubecore.controllers.daemonset_predicates import node_should_run_daemon_pod
@@ -60,7 +60,7 @@ from kubecore.controllers.daemonset_util import (
 from kubecore.controllers.expectations import ControllerExpectations
 from kubecore.controllers.history import ControllerHistory
 from kubecore.controllers.podcontrol import (
-    FAILED_CREATE, NORMAL, SUCCESSFUL_CREATE, WARNING, EventRecorderLike, NullRecorder, RealPodControl,
+    FAILED_CREATE, NORMAL, SUCCESSFUL_CREATE, WARNING, EventRecorderLike, RealPodControl,
     pod_from_template,
 )
 from kubecore.controllers.podview import namespace_pod_views
@@ -79,25 +79,19 @@ STATUS_COUNTS = ("desiredNumberScheduled", "currentNumberScheduled", "numberMiss
 _OMIT_WHEN_ZERO = ("observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
 
 
-class DaemonSetsController:
+class DaemonSetsController(QueueController):
     """Runs until cancelled: `await DaemonSetsController(rest=..., informers=...).run(workers=2)`."""
 
     name = NAME
+    description = "daemon sets controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK,
                  burst_replicas: int = BURST_REPLICAS) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
-        self.clock = clock
+        super().__init__(rest=rest, informers=informers, recorder=recorder, clock=clock)
         self.burst_replicas = burst_replicas
         self.expectations = ControllerExpectations(clock=clock)
         self.backoff = FailedPodsBackoff()
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
-        self._informers: tuple[SharedIndexInformer, ...] = ()
-        self._ready = False
         self.ds_client: ResourceClient
         self.pods: ResourceClient
         self.ds_indexer: Indexer
@@ -107,9 +101,7 @@ class DaemonSetsController:
         self.history: DaemonSetHistory
 
     # -- wiring -------------------------------------------------------------------------------------
-    async def setup(self) -> None:
-        if self._ready:
-            return
+    async def wire(self) -> None:
         self.pods = await self.rest.resource("v1", "pods")
         self.ds_client = await self.rest.resource(API_VERSION, "daemonsets")
         revisions = await self.rest.resource("apps/v1", "controllerrevisions")
@@ -122,79 +114,29 @@ class DaemonSetsController:
         self.pod_control = RealPodControl(self.pods, self.recorder)
         self.history = DaemonSetHistory(history=ControllerHistory(revisions, rev_informer.indexer),
                                         ds_client=self.ds_client, pods=self.pods)
-        handlers = [
-            (ds_informer, EventHandlerFuncs(on_add_func=lambda obj, _i: self.enqueue(obj),
-                                            on_update_func=self._update_ds, on_delete_func=self._delete_ds)),
-            (rev_informer, EventHandlerFuncs(on_add_func=self._add_history, on_update_func=self._update_history,
-                                             on_delete_func=self._delete_history)),
-            (pod_informer, EventHandlerFuncs(on_add_func=self._add_pod, on_update_func=self._update_pod,
-                                             on_delete_func=self._delete_pod)),
-            (node_informer, EventHandlerFuncs(on_add_func=self._add_node, on_update_func=self._update_node,
-                                              on_delete_func=lambda _node: self._enqueue_all())),
-        ]
-        self._registrations = [(inf, inf.add_event_handler(h)) for inf, h in handlers]
-        self._informers = (ds_informer, rev_informer, pod_informer, node_informer)
-        self._ready = True
-
-    async def run(self, workers: int) -> None:
-        await self.setup()
-        self.informers.start()
-        log.info("starting daemon sets controller")
-        try:
-            while not await wait_for_informers(self._informers):
-                pass
-            await asyncio.gather(*(self._worker() for _ in range(max(1, workers))))
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            self._registrations, self._ready = [], False
-            log.info("shutting down daemon sets controller")
-
-    async def _worker(self) -> None:
-        async for key in self.queue:
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("%s failed with : %s", key, e)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+        self.wiring.add(ds_informer, EventHandlerFuncs(on_add_func=lambda obj, _i: self.enqueue(obj),
+                                                       on_update_func=self._update_ds, on_delete_func=self._delete_ds))
+        self.wiring.add(rev_informer, EventHandlerFuncs(on_add_func=self._add_history,
+                                                        on_update_func=self._update_history,
+                                                        on_delete_func=self._delete_history))
+        self.wiring.add(pod_informer, EventHandlerFuncs(on_add_func=self._add_pod, on_update_func=self._update_pod,
+                                                        on_delete_func=self._delete_pod))
+        self.wiring.add(node_informer, EventHandlerFuncs(on_add_func=self._add_node, on_update_func=self._update_node,
+                                                         on_delete_func=lambda _node: self._enqueue_all()))
 
     # -- lookups ------------------------------------------------------------------------------------
-    def enqueue(self, obj: Obj) -> None:
-        self.queue.add(object_key(obj))
-
     def _enqueue_all(self) -> None:
         for key in self.ds_indexer.list_keys():
             self.queue.add(key)
 
     def resolve_controller_ref(self, namespace: str, ref: Obj) -> Obj | None:
-        if ref.get("kind") != KIND:
-            return None
-        ds = self.ds_indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        if ds is None or meta(ds).get("uid") != ref.get("uid"):
-            return None
-        return ds
+        return resolve_controller_ref(self.ds_indexer, namespace, ref, kind=KIND)
 
     def daemon_sets_selecting(self, obj: Obj) -> list[Obj]:
         """DaemonSets in the object's namespace whose non-empty selector matches its labels."""
-        labels = labels_of(obj)
-        if not labels:
-            return []
-        out = []
-        for ds in self.ds_indexer.by_index(NAMESPACE_INDEX, str(meta(obj).get("namespace") or "")):
-            try:
-                selector = selector_from_label_selector((ds.get("spec") or {}).get("selector"))
-            except InvalidSelector:
-                continue
-            if not selector.empty and selector.matches(labels):
-                out.append(ds)
+        out = selecting_objects(self.ds_indexer, obj)
         if len(out) > 1:
-            log.warning("user error! more than one daemon is selecting objects with labels: %s", labels)
+            log.warning("user error! more than one daemon is selecting objects with labels: %s", labels_of(obj))
         return out
 
     # -- event handlers -----------------------------------------------------------------------------

@@ -25,27 +25,25 @@ the next event (upstream's maxRetries); errors caused by a terminating namespace
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import (
     CONTROLLER_UID_INDEX, NAMESPACE_TERMINATING_CAUSE, InvalidSelector, Selector, get_controller_of, has_status_cause, labels_of, meta,
-    controller_uid_index, object_key, selector_from_label_selector,
+    controller_uid_index, object_key, resolve_controller_ref, selecting_objects, selector_from_label_selector,
 )
 from kubecore.controllers.deployment_rollout import rollback, rollout_recreate, rollout_rolling
 from kubecore.controllers.deployment_scaling import RECREATE, ROLLING_UPDATE, strategy_type
 from kubecore.controllers.deployment_sync import D_API_VERSION, D_KIND, DeploymentSync
 from kubecore.controllers.deployment_util import deep_copy, get_rollback_to
-from kubecore.controllers.podcontrol import WARNING, EventRecorderLike, NullRecorder
+from kubecore.controllers.podcontrol import WARNING, EventRecorderLike
 from kubecore.controllers.podview import POD_OWNER_INDEX, controlled_pod_views, pod_owner_index
 from kubecore.controllers.refmanager import PodControllerRefManager, recheck_deletion_timestamp
 
@@ -75,21 +73,15 @@ class ReplicaSetPatcher:
         raise NotImplementedError("a Deployment never deletes pods")
 
 
-class DeploymentController:
+class DeploymentController(QueueController):
     """Runs until cancelled: `await DeploymentController(rest=..., informers=...).run(workers=5)`."""
 
     name = NAME
+    description = "deployment controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
-        self.clock = clock
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
-        self._informers: tuple[SharedIndexInformer, ...] = ()
-        self._ready = False
+        super().__init__(rest=rest, informers=informers, recorder=recorder, clock=clock)
         self.d_client: ResourceClient
         self.rs_client: ResourceClient
         self.d_indexer: Indexer
@@ -98,9 +90,7 @@ class DeploymentController:
         self.ops: DeploymentSync
 
     # -- wiring -------------------------------------------------------------------------------------
-    async def setup(self) -> None:
-        if self._ready:
-            return
+    async def wire(self) -> None:
         self.d_client = await self.rest.resource("apps/v1", "deployments")
         self.rs_client = await self.rest.resource("apps/v1", "replicasets")
         d_inf = await self.informers.informer_for("apps/v1", "deployments")
@@ -111,45 +101,15 @@ class DeploymentController:
         self.ops = DeploymentSync(rs_client=self.rs_client, d_client=self.d_client, recorder=self.recorder,
                                   clock=self.clock, rs_lookup=self.rs_indexer.get_by_key,
                                   enqueue_after=self.queue.add_after, enqueue_rate_limited=self.queue.add_rate_limited)
-        self._registrations = [
-            (d_inf, d_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda obj, _initial: self.enqueue(obj),
-                on_update_func=lambda _old, cur: self.enqueue(cur), on_delete_func=self._delete_deployment))),
-            (rs_inf, rs_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=self._add_rs, on_update_func=self._update_rs, on_delete_func=self._delete_rs))),
-            (pod_inf, pod_inf.add_event_handler(EventHandlerFuncs(on_delete_func=self._delete_pod))),
-        ]
-        self._informers = (d_inf, rs_inf, pod_inf)
-        self._ready = True
+        self.wiring.add(d_inf, EventHandlerFuncs(
+            on_add_func=lambda obj, _initial: self.enqueue(obj),
+            on_update_func=lambda _old, cur: self.enqueue(cur), on_delete_func=self._delete_deployment))
+        self.wiring.add(rs_inf, EventHandlerFuncs(
+            on_add_func=self._add_rs, on_update_func=self._update_rs, on_delete_func=self._delete_rs))
+        self.wiring.add(pod_inf, EventHandlerFuncs(on_delete_func=self._delete_pod))
 
-    async def run(self, workers: int) -> None:
-        await self.setup()
-        self.informers.start()
-        log.info("starting deployment controller")
-        try:
-            while not await wait_for_informers(self._informers):
-                pass
-            await asyncio.gather(*(self._worker() for _ in range(max(1, workers))))
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            self._registrations, self._ready = [], False
-            log.info("shutting down deployment controller")
-
-    async def _worker(self) -> None:
-        async for key in self.queue:
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                self._handle_error(key, e)
-            finally:
-                self.queue.done(key)
-
-    def _handle_error(self, key: str, err: Exception) -> None:
+    def on_sync_error(self, key: str, err: Exception) -> None:
+        """Terminating namespaces are not retried; others up to MAX_RETRIES times with backoff."""
         if has_status_cause(err, NAMESPACE_TERMINATING_CAUSE):
             self.queue.forget(key)
         elif self.queue.num_requeues(key) < MAX_RETRIES:
@@ -160,28 +120,12 @@ class DeploymentController:
             self.queue.forget(key)
 
     # -- lookups ------------------------------------------------------------------------------------
-    def enqueue(self, d: Obj) -> None:
-        self.queue.add(object_key(d))
-
     def resolve_controller_ref(self, namespace: str, ref: Obj) -> Obj | None:
-        if ref.get("kind") != D_KIND:
-            return None
-        d = self.d_indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        return d if d is not None and meta(d).get("uid") == ref.get("uid") else None
+        return resolve_controller_ref(self.d_indexer, namespace, ref, kind=D_KIND)
 
     def deployments_for_rs(self, rs: Obj) -> list[Obj]:
         """Deployments of the ReplicaSet's namespace whose (non-empty) selector matches its labels."""
-        labels = labels_of(rs)
-        if not labels:
-            return []
-        out = []
-        for d in self.d_indexer.by_index(NAMESPACE_INDEX, str(meta(rs).get("namespace") or "")):
-            try:
-                selector = selector_from_label_selector((d.get("spec") or {}).get("selector"))
-            except InvalidSelector:
-                continue
-            if not selector.empty and selector.matches(labels):
-                out.append(d)
+        out = selecting_objects(self.d_indexer, rs)
         if len(out) > 1:
             log.info("user error: more than one deployment selects replica set %s", object_key(rs))
         return out

@@ -86,7 +86,8 @@ def _annotations_for_write(obj: Obj) -> dict[str, str]:
     a = m.get("annotations")
     if not isinstance(a, dict):
         a = m["annotations"] = {}
-    return a
+    out: dict[str, str] = a
+    return out
 
 
 def replicas_of(obj: Obj) -> int:
@@ -342,7 +343,7 @@ def sorted_by_creation(rses: Iterable[Obj]) -> list[Obj]:
 
 
 def _cmp(a: Any, b: Any) -> int:
-    return (a > b) - (a < b)
+    return int(a > b) - int(a < b)
 
 
 def _by_size(a: Obj, b: Obj, *, newer_first: bool) -> int:

@@ -40,11 +40,11 @@ from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import Conflict, NotFound
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
 from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, process_queue, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, process_queue, register
 from kubecore.controllers.controller_utils import (
     InvalidSelector, format_time, get_controller_of, labels_of, meta, object_key, parse_time, pod_phase,
     selector_from_label_selector,
@@ -52,7 +52,7 @@ from kubecore.controllers.controller_utils import (
 from kubecore.controllers.disruption_status import (
     build_disrupted_pods, count_healthy, desired_healthy, fail_safe_status, needs_scale, new_status,
 )
-from kubecore.controllers.podcontrol import EventRecorderLike, NullRecorder
+from kubecore.controllers.podcontrol import EventRecorderLike
 from kubecore.controllers.podgc import DISRUPTION_TARGET, with_condition
 
 log = logging.getLogger(__name__)
@@ -78,27 +78,24 @@ def _replicas(obj: Obj) -> int:
     return 1 if value is None else int(value)
 
 
-class DisruptionController:
-    """Runs until cancelled: `await DisruptionController(rest=..., informers=...).run(1)`."""
+class DisruptionController(QueueController):
+    """Runs until cancelled: `await DisruptionController(rest=..., informers=...).run(1)` (one worker on
+    PodDisruptionBudget keys and one on stale pod conditions, whatever `workers` says)."""
 
     name = NAME
+    description = "disruption controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK,
                  stale_pod_disruption_timeout: float = STALE_POD_DISRUPTION_TIMEOUT) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
-        self.clock = clock
+        super().__init__(rest=rest, informers=informers, recorder=recorder, clock=clock)
         self.stale_timeout = stale_pod_disruption_timeout
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
         self.stale_queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
         self.pdbs: ResourceClient
         self.pods: ResourceClient
         self.idx: dict[str, Indexer] = {}
 
-    async def setup(self) -> list[SharedIndexInformer]:
+    async def wire(self) -> None:
         self.pdbs = await self.rest.resource(PDB_API_VERSION, "poddisruptionbudgets")
         self.pods = await self.rest.resource("v1", "pods")
         informers = {name: await self.informers.informer_for(av, res) for name, av, res in (
@@ -106,40 +103,27 @@ class DisruptionController:
             ("rc", "v1", "replicationcontrollers"), ("rs", "apps/v1", "replicasets"),
             ("deploy", "apps/v1", "deployments"), ("sts", "apps/v1", "statefulsets"))}
         self.idx = {name: inf.indexer for name, inf in informers.items()}
-        pdb_inf, pod_inf = informers["pdb"], informers["pod"]
-        self._registrations = [
-            (pdb_inf, pdb_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda p, _i: self.queue.add(object_key(p)),
-                on_update_func=lambda _o, p: self.queue.add(object_key(p)),
-                on_delete_func=lambda p: self.queue.add(object_key(_unwrap(p)))))),
-            (pod_inf, pod_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda p, _i: self._pod_event(p, check_stale=True),
-                on_update_func=lambda _o, p: self._pod_event(p, check_stale=True),
-                on_delete_func=lambda p: self._pod_event(_unwrap(p), check_stale=False)))),
-        ]
-        return list(informers.values())
+        self.wiring.add(informers["pdb"], EventHandlerFuncs(
+            on_add_func=lambda p, _i: self.enqueue(p), on_update_func=lambda _o, p: self.enqueue(p),
+            on_delete_func=lambda p: self.enqueue(_unwrap(p))))
+        self.wiring.add(informers["pod"], EventHandlerFuncs(
+            on_add_func=lambda p, _i: self._pod_event(p, check_stale=True),
+            on_update_func=lambda _o, p: self._pod_event(p, check_stale=True),
+            on_delete_func=lambda p: self._pod_event(_unwrap(p), check_stale=False)))
+        for name in ("rc", "rs", "deploy", "sts"):
+            self.wiring.add(informers[name])
 
-    async def run(self, workers: int) -> None:
-        informers = await self.setup()
-        self.informers.start()
-        log.info("starting disruption controller")
-        try:
-            while not await wait_for_informers(informers):
-                pass
-            await asyncio.gather(process_queue(self.queue, self.sync, name=NAME),
-                                 process_queue(self.stale_queue, self.sync_stale_pod_disruption, name=NAME))
-        finally:
-            self.queue.shut_down()
-            self.stale_queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            log.info("shutting down disruption controller")
+    def queues(self) -> list[RateLimitingQueue[str]]:
+        return [self.queue, self.stale_queue]
+
+    async def work(self, workers: int) -> None:
+        await asyncio.gather(self.worker(), process_queue(self.stale_queue, self.sync_stale_pod_disruption, name=NAME))
 
     # -- events ---------------------------------------------------------------------------------------
     def _pod_event(self, pod: Obj, *, check_stale: bool) -> None:
         pdb = self.pdb_for_pod(pod)
         if pdb is not None:
-            self.queue.add(object_key(pdb))
+            self.enqueue(pdb)
         if check_stale:
             stale, wait = self.stale_disruption_condition(pod)
             if stale:

@@ -36,13 +36,12 @@ from typing import Any
 from kubecore.client.errors import NotFound
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, process_queue, register, run_workers, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import (
-    NAMESPACE_TERMINATING_CAUSE, format_time, has_status_cause, is_pod_ready, labels_of, meta, object_key,
+    NAMESPACE_TERMINATING_CAUSE, format_time, has_status_cause, is_pod_ready, labels_of, meta,
 )
 from kubecore.controllers.endpoints_subsets import (
     ANNOTATION_OVER_CAPACITY, TRUNCATED, capacity_annotation_correct, repack_subsets, subsets_equal_ignoring_rv,
@@ -53,7 +52,7 @@ from kubecore.controllers.endpointslice_utils import (
     ANNOTATION_TRIGGER_TIME, CLUSTER_IP_NONE, IPV6, LABEL_HEADLESS, find_port, is_ipv6, is_service_ip_set, pod_ips,
     service_selects, services_to_update, should_pod_be_in_endpoints, should_set_hostname,
 )
-from kubecore.controllers.podcontrol import EventRecorderLike, NullRecorder
+from kubecore.controllers.podcontrol import EventRecorderLike
 
 log = logging.getLogger(__name__)
 
@@ -161,60 +160,45 @@ def up_to_date(current: Obj, service: Obj, subsets: list[Obj]) -> bool:
             and capacity_annotation_correct(meta(current).get("annotations") or {}, current.get("subsets") or []))
 
 
-class EndpointsController:
+class EndpointsController(QueueController):
     """Runs until cancelled: `await EndpointsController(rest=..., informers=...).run(5)`."""
 
     name = NAME
+    description = "endpoint controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, endpoint_updates_batch_period: float = 0.0) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
+        super().__init__(rest=rest, informers=informers, recorder=recorder)
         self.batch_period = endpoint_updates_batch_period
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue()
         self.trigger_times = TriggerTimeTracker()
         self._stale_rv: dict[str, str] = {}
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
         self.endpoints: ResourceClient
         self.svc_indexer: Indexer
         self.pod_indexer: Indexer
         self.ep_indexer: Indexer
 
-    async def run(self, workers: int) -> None:
+    async def wire(self) -> None:
         self.endpoints = await self.rest.resource("v1", "endpoints")
         svc_inf = await self.informers.informer_for("v1", "services")
         pod_inf = await self.informers.informer_for("v1", "pods")
         ep_inf = await self.informers.informer_for("v1", "endpoints")
         self.svc_indexer, self.pod_indexer, self.ep_indexer = svc_inf.indexer, pod_inf.indexer, ep_inf.indexer
-        self._registrations = [
-            (svc_inf, svc_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda s, _i: self.queue.add(object_key(s)),
-                on_update_func=lambda _o, s: self.queue.add(object_key(s)),
-                on_delete_func=lambda s: self.queue.add(object_key(_unwrap(s)))))),
-            (pod_inf, pod_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda p, _i: self._pod_changed(None, p), on_update_func=self._pod_changed,
-                on_delete_func=lambda p: self._pod_changed(_unwrap(p), None)))),
-            (ep_inf, ep_inf.add_event_handler(EventHandlerFuncs(
-                on_delete_func=lambda e: self.queue.add(object_key(_unwrap(e)))))),
-        ]
-        self.informers.start()
-        log.info("starting endpoint controller")
-        try:
-            while not await wait_for_informers([svc_inf, pod_inf, ep_inf]):
-                pass
-            self.check_leftover_endpoints()
-            await run_workers(workers, lambda: process_queue(self.queue, self.sync, name=NAME), queues=[self.queue])
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            log.info("shutting down endpoint controller")
+        self.wiring.add(svc_inf, EventHandlerFuncs(
+            on_add_func=lambda s, _i: self.enqueue(s), on_update_func=lambda _o, s: self.enqueue(s),
+            on_delete_func=lambda s: self.enqueue(_unwrap(s))))
+        self.wiring.add(pod_inf, EventHandlerFuncs(
+            on_add_func=lambda p, _i: self._pod_changed(None, p), on_update_func=self._pod_changed,
+            on_delete_func=lambda p: self._pod_changed(_unwrap(p), None)))
+        self.wiring.add(ep_inf, EventHandlerFuncs(on_delete_func=lambda e: self.enqueue(_unwrap(e))))
+
+    async def work(self, workers: int) -> None:
+        self.check_leftover_endpoints()
+        await super().work(workers)
 
     def check_leftover_endpoints(self) -> None:
         for ep in self.ep_indexer.list():
             if LEADER_ANNOTATION not in (meta(ep).get("annotations") or {}):
-                self.queue.add(object_key(ep))
+                self.enqueue(ep)
 
     def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
         pod = new if new is not None else old

@@ -31,17 +31,16 @@ from typing import Any
 
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, process_queue, register, run_workers, wait_for_informers
-from kubecore.controllers.controller_utils import labels_of, meta, object_key
+from kubecore.controllers.base import ControllerContext, QueueController, register
+from kubecore.controllers.controller_utils import labels_of, meta
 from kubecore.controllers.endpointslice_reconciler import MAX_ENDPOINTS_PER_SLICE, Reconciler
 from kubecore.controllers.endpointslice_tracking import EndpointSliceTracker, TriggerTimeTracker
 from kubecore.controllers.endpointslice_utils import (
     CONTROLLER_NAME, LABEL_MANAGED_BY, LABEL_SERVICE_NAME, service_selects, services_to_update,
 )
-from kubecore.controllers.podcontrol import EventRecorderLike, NullRecorder
+from kubecore.controllers.podcontrol import EventRecorderLike
 
 log = logging.getLogger(__name__)
 
@@ -54,30 +53,27 @@ def _unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
     return obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
 
 
-class EndpointSliceController:
+class EndpointSliceController(QueueController):
     """Runs until cancelled: `await EndpointSliceController(rest=..., informers=...).run(5)`."""
 
     name = NAME
+    description = "endpoint slice controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, max_endpoints_per_slice: int = MAX_ENDPOINTS_PER_SLICE,
                  endpoint_updates_batch_period: float = 0.0) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
+        super().__init__(rest=rest, informers=informers, recorder=recorder)
         self.max_endpoints_per_slice = max_endpoints_per_slice
         self.batch_period = endpoint_updates_batch_period
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue()
         self.tracker = EndpointSliceTracker()
         self.trigger_times = TriggerTimeTracker()
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
         self.reconciler: Reconciler
         self.svc_indexer: Indexer
         self.pod_indexer: Indexer
         self.node_indexer: Indexer
         self.slice_indexer: Indexer
 
-    async def run(self, workers: int) -> None:
+    async def wire(self) -> None:
         slices = await self.rest.resource("discovery.k8s.io/v1", "endpointslices")
         self.reconciler = Reconciler(slices, self.tracker, max_per_slice=self.max_endpoints_per_slice)
         svc_inf = await self.informers.informer_for("v1", "services")
@@ -86,29 +82,16 @@ class EndpointSliceController:
         slice_inf = await self.informers.informer_for("discovery.k8s.io/v1", "endpointslices")
         self.svc_indexer, self.pod_indexer = svc_inf.indexer, pod_inf.indexer
         self.node_indexer, self.slice_indexer = node_inf.indexer, slice_inf.indexer
-        self._registrations = [
-            (svc_inf, svc_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda s, _i: self.queue.add(object_key(s)),
-                on_update_func=lambda _o, s: self.queue.add(object_key(s)),
-                on_delete_func=lambda s: self.queue.add(object_key(_unwrap(s)))))),
-            (pod_inf, pod_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda p, _i: self._pod_changed(None, p), on_update_func=self._pod_changed,
-                on_delete_func=lambda p: self._pod_changed(_unwrap(p), None)))),
-            (slice_inf, slice_inf.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda s, _i: self._slice_added(s), on_update_func=self._slice_updated,
-                on_delete_func=self._slice_deleted))),
-        ]
-        self.informers.start()
-        log.info("starting endpoint slice controller")
-        try:
-            while not await wait_for_informers([svc_inf, pod_inf, node_inf, slice_inf]):
-                pass
-            await run_workers(workers, lambda: process_queue(self.queue, self.sync, name=NAME), queues=[self.queue])
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            log.info("shutting down endpoint slice controller")
+        self.wiring.add(svc_inf, EventHandlerFuncs(
+            on_add_func=lambda s, _i: self.enqueue(s), on_update_func=lambda _o, s: self.enqueue(s),
+            on_delete_func=lambda s: self.enqueue(_unwrap(s))))
+        self.wiring.add(pod_inf, EventHandlerFuncs(
+            on_add_func=lambda p, _i: self._pod_changed(None, p), on_update_func=self._pod_changed,
+            on_delete_func=lambda p: self._pod_changed(_unwrap(p), None)))
+        self.wiring.add(node_inf)
+        self.wiring.add(slice_inf, EventHandlerFuncs(
+            on_add_func=lambda s, _i: self._slice_added(s), on_update_func=self._slice_updated,
+            on_delete_func=self._slice_deleted))
 
     # -- event handlers -----------------------------------------------------------------------------
     def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:

@@ -37,22 +37,21 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import NotFound
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.ratelimit import ItemExponentialFailureRateLimiter
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
 from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, process_queue, register, run_workers
 from kubecore.controllers.controller_utils import (
     InvalidSelector, Selector, filter_active_pods, format_time, get_controller_of, is_pod_ready, labels_of, meta,
-    object_key, parse_time, pod_phase, selector_from_label_selector,
+    object_key, parse_time, pod_phase, resolve_controller_ref, selecting_objects, selector_from_label_selector,
 )
 from kubecore.controllers.expectations import ControllerExpectations
 from kubecore.controllers.job_failures import (
@@ -71,7 +70,7 @@ from kubecore.controllers.job_state import (
     JobDeps, SyncJobCtx, ensure_condition, find_condition, is_job_finished, managed_by_external, new_condition,
 )
 from kubecore.controllers.job_tracking import track_job_status_and_remove_finalizers
-from kubecore.controllers.podcontrol import NORMAL, WARNING, EventRecorderLike, NullRecorder
+from kubecore.controllers.podcontrol import NORMAL, WARNING, EventRecorderLike
 from kubecore.controllers.refmanager import PodControllerRefManager, recheck_deletion_timestamp
 
 log = logging.getLogger(__name__)
@@ -82,35 +81,30 @@ API_BACKOFF, MAX_API_BACKOFF = 1.0, 60.0
 """Per-Job requeue backoff after a failed sync (DefaultJobApiBackOff, MaxJobApiBackOff)."""
 
 
-class JobController:
+class JobController(QueueController):
     """Runs until cancelled: `await JobController(rest=..., informers=...).run(workers=5)`."""
 
     name = "job"
+    description = "job controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK,
                  pod_control: JobPodControlLike | None = None, batch_period: float = SYNC_JOB_BATCH_PERIOD) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
-        self.clock = clock
+        super().__init__(rest=rest, informers=informers, recorder=recorder, clock=clock, queue=RateLimitingQueue(
+            ItemExponentialFailureRateLimiter(API_BACKOFF, MAX_API_BACKOFF), clock=clock))
         self.batch_period = batch_period
         self.pod_control = pod_control
         self.expectations = ControllerExpectations(clock=clock)
         self.finalizer_expectations = FinalizerExpectations()
         self.backoff = BackoffStore()
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            ItemExponentialFailureRateLimiter(API_BACKOFF, MAX_API_BACKOFF), clock=clock)
         self.orphan_queue: RateLimitingQueue[str] = RateLimitingQueue(
             ItemExponentialFailureRateLimiter(API_BACKOFF, MAX_API_BACKOFF), clock=clock)
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
-        self._informers: tuple[SharedIndexInformer, ...] = ()
         self.jobs: ResourceClient
         self.job_indexer: Indexer
         self.pod_indexer: Indexer
 
     # -- wiring -----------------------------------------------------------------------------------
-    async def setup(self) -> None:
+    async def wire(self) -> None:
         pods = await self.rest.resource("v1", "pods")
         self.jobs = await self.rest.resource("batch/v1", "jobs")
         if self.pod_control is None:
@@ -118,46 +112,24 @@ class JobController:
         job_informer = await self.informers.informer_for("batch/v1", "jobs")
         pod_informer = await self.informers.informer_for("v1", "pods")
         self.job_indexer, self.pod_indexer = job_informer.indexer, pod_informer.indexer
-        self._registrations = [
-            (job_informer, job_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda job, _initial: self.enqueue(job), on_update_func=self._update_job,
-                on_delete_func=self._delete_job))),
-            (pod_informer, pod_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=self._add_pod, on_update_func=self._update_pod,
-                on_delete_func=lambda obj: self._delete_pod(obj, final=True)))),
-        ]
-        self._informers = (job_informer, pod_informer)
+        self.wiring.add(job_informer, EventHandlerFuncs(
+            on_add_func=lambda job, _initial: self.enqueue(job), on_update_func=self._update_job,
+            on_delete_func=self._delete_job))
+        self.wiring.add(pod_informer, EventHandlerFuncs(
+            on_add_func=self._add_pod, on_update_func=self._update_pod,
+            on_delete_func=lambda obj: self._delete_pod(obj, final=True)))
 
-    async def run(self, workers: int) -> None:
-        await self.setup()
-        self.informers.start()
-        log.info("starting job controller")
-        try:
-            while not await wait_for_informers(self._informers):
-                pass
-            await asyncio.gather(*(self._worker(self.queue, self.sync_job) for _ in range(max(1, workers))),
-                                 self._worker(self.orphan_queue, self.sync_orphan_pod))
-        finally:
-            self.queue.shut_down()
-            self.orphan_queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            self._registrations = []
-            log.info("shutting down job controller")
+    def queues(self) -> list[RateLimitingQueue[str]]:
+        return [self.queue, self.orphan_queue]
 
-    @staticmethod
-    async def _worker(queue: RateLimitingQueue[str], sync: Callable[[str], Awaitable[None]]) -> None:
-        async for key in queue:
-            try:
-                await sync(key)
-                queue.forget(key)
-            except asyncio.CancelledError:
-                queue.done(key)
-                raise
-            except Exception as e:
-                log.warning("syncing job %s: %s", key, e)
-                queue.add_rate_limited(key)
-            queue.done(key)
+    async def work(self, workers: int) -> None:
+        """`workers` workers on Jobs (`sync_job`) and one on orphaned pods (`sync_orphan_pod`)."""
+        await asyncio.gather(run_workers(workers, self.worker),
+                             process_queue(self.orphan_queue, self.sync_orphan_pod, name="job (orphan pods)"))
+
+    async def sync(self, key: str) -> None:
+        """The Job queue's sync (`sync_job`)."""
+        await self.sync_job(key)
 
     @property
     def deps(self) -> JobDeps:
@@ -179,12 +151,7 @@ class JobController:
 
     # -- lookups ----------------------------------------------------------------------------------
     def resolve_controller_ref(self, namespace: str, ref: Obj) -> Obj | None:
-        if ref.get("kind") != "Job":
-            return None
-        job = self.job_indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        if job is None or meta(job).get("uid") != ref.get("uid"):
-            return None
-        return job
+        return resolve_controller_ref(self.job_indexer, namespace, ref, kind="Job")
 
     @staticmethod
     def selector_of(job: Obj) -> Selector:
@@ -192,18 +159,7 @@ class JobController:
 
     def get_pod_jobs(self, pod: Obj) -> list[Obj]:
         """Jobs of the pod's namespace whose selector matches it (for orphans)."""
-        labels = labels_of(pod)
-        if not labels:
-            return []
-        out = []
-        for job in self.job_indexer.by_index(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
-            try:
-                selector = self.selector_of(job)
-            except InvalidSelector:
-                continue
-            if not selector.empty and selector.matches(labels):
-                out.append(job)
-        return out
+        return selecting_objects(self.job_indexer, pod, selector_of=self.selector_of)
 
     # -- event handlers ---------------------------------------------------------------------------
     def _add_pod(self, pod: Obj, _initial: bool) -> None:

@@ -39,7 +39,7 @@ from kubecore.client.ratelimit import ItemExponentialFailureRateLimiter
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
 from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, run_workers, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 
 log = logging.getLogger(__name__)
 
@@ -367,14 +367,17 @@ class NamespacedResourcesDeleter:
 
 
 @register(NAME, workers=10, aliases=("namespace-controller",))
-class NamespaceController:
+class NamespaceController(QueueController):
+    """Runs until cancelled; the queue holds the names of namespaces being deleted."""
+
     name = NAME
+    description = "namespace controller"
 
     def __init__(self, ctx: ControllerContext) -> None:
+        super().__init__(rest=ctx.rest, informers=ctx.informers, clock=ctx.clock, queue=RateLimitingQueue(
+            ItemExponentialFailureRateLimiter(0.005, 60.0), clock=ctx.clock))
         self.ctx = ctx
         self.deleter = NamespacedResourcesDeleter(ctx.rest, clock=ctx.clock)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(ItemExponentialFailureRateLimiter(0.005, 60.0),
-                                                               clock=ctx.clock)
         self.sync_delay = float(ctx.options.get("namespace_sync_delay", DEFAULT_SYNC_DELAY))
 
     def _enqueue(self, ns: Obj) -> None:
@@ -382,31 +385,20 @@ class NamespaceController:
         if meta.get("deletionTimestamp") and meta.get("name"):
             self.queue.add_after(str(meta["name"]), self.sync_delay)
 
-    async def run(self, workers: int) -> None:
-        informer = await self.ctx.informers.informer_for("v1", "namespaces", resync_period=RESYNC_PERIOD)
-        reg = informer.add_event_handler(EventHandlerFuncs(
-            on_add_func=lambda obj, initial: self._enqueue(obj),
-            on_update_func=lambda old, new: self._enqueue(new)), resync_period=RESYNC_PERIOD)
-        try:
-            self.ctx.informers.start()
-            await wait_for_informers([informer])
-            await run_workers(workers, self._worker, queues=[self.queue])
-        finally:
-            self.queue.shut_down()
-            informer.remove_event_handler(reg)
+    async def wire(self) -> None:
+        informer = await self.informers.informer_for("v1", "namespaces", resync_period=RESYNC_PERIOD)
+        self.wiring.add(informer, EventHandlerFuncs(on_add_func=lambda obj, initial: self._enqueue(obj),
+                                                    on_update_func=lambda old, new: self._enqueue(new)),
+                        resync_period=RESYNC_PERIOD)
 
-    async def _worker(self) -> None:
-        async for name in self.queue:
-            try:
-                await self.deleter.delete(name)
-                self.queue.forget(name)
-            except asyncio.CancelledError:
-                self.queue.done(name)
-                raise
-            except ResourcesRemaining as e:
-                log.info("namespace controller: %s: %s", name, e)
-                self.queue.add_after(name, e.estimate // 2 + 1)
-            except Exception as e:
-                log.warning("namespace controller: deletion of namespace %s failed: %s", name, e)
-                self.queue.add_rate_limited(name)
-            self.queue.done(name)
+    async def sync(self, key: str) -> None:
+        await self.deleter.delete(key)
+
+    def on_sync_error(self, key: str, err: Exception) -> None:
+        """Content still there: look again after half its estimate; anything else: backoff."""
+        if isinstance(err, ResourcesRemaining):
+            log.info("namespace controller: %s: %s", key, err)
+            self.queue.add_after(key, err.estimate // 2 + 1)
+        else:
+            log.warning("namespace controller: deletion of namespace %s failed: %s", key, err)
+            self.queue.add_rate_limited(key)

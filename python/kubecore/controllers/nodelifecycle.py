@@ -34,15 +34,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from kubecore.client.indexer import Indexer
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.workqueue import RateLimitingQueue, WorkQueue
-from kubecore.controllers.base import ControllerContext, cancel_and_wait, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, Wiring, cancel_and_wait, register, run_every
 from kubecore.controllers.controller_utils import meta, node_name, parse_time
 from kubecore.controllers.nodelifecycle_eviction import NODE_NAME_INDEX, unwrap, node_name_index, pods_on_node
 from kubecore.controllers.nodelifecycle_health import Decision, NodeHealth, evaluate
@@ -114,7 +113,7 @@ class NodeLifecycleController:
         self.lease_indexer: Indexer
 
     # -- wiring -----------------------------------------------------------------------------------
-    async def setup(self) -> tuple[list[SharedIndexInformer], list[tuple[SharedIndexInformer, Registration]]]:
+    async def setup(self) -> Wiring:
         """Clients, informers (pods indexed by node) and event handlers."""
         rest, informers = self.ctx.rest, self.ctx.informers
         self.nodes_client = await rest.resource("v1", "nodes")
@@ -123,46 +122,33 @@ class NodeLifecycleController:
         pods = await informers.informer_for("v1", "pods", indexers={NODE_NAME_INDEX: node_name_index})
         leases = await informers.informer_for("coordination.k8s.io/v1", "leases")
         self.node_indexer, self.pod_indexer, self.lease_indexer = nodes.indexer, pods.indexer, leases.indexer
-        return [nodes, pods, leases], [
-            (nodes, nodes.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda n, _i: self.node_queue.add(str(meta(n).get("name"))),
-                on_update_func=lambda _o, n: self.node_queue.add(str(meta(n).get("name"))),
-                on_delete_func=lambda n: self.nodes_to_retry.discard(str(meta(unwrap(n)).get("name")))))),
-            (pods, pods.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda p, _i: self.pod_updated(None, p), on_update_func=self.pod_updated))),
-        ]
+        wiring = Wiring(informers)
+        wiring.add(nodes, EventHandlerFuncs(
+            on_add_func=lambda n, _i: self.node_queue.add(str(meta(n).get("name"))),
+            on_update_func=lambda _o, n: self.node_queue.add(str(meta(n).get("name"))),
+            on_delete_func=lambda n: self.nodes_to_retry.discard(str(meta(unwrap(n)).get("name")))))
+        wiring.add(pods, EventHandlerFuncs(on_add_func=lambda p, _i: self.pod_updated(None, p),
+                                           on_update_func=self.pod_updated))
+        wiring.add(leases)
+        return wiring
 
     async def run(self, workers: int) -> None:
-        informers, regs = await self.setup()
-        log.info("starting %s", NAME)
-        tasks: list[asyncio.Task[None]] = []
+        wiring = await self.setup()
+        await wiring.run(NAME, lambda: self._work(workers), queues=[self.node_queue, self.pod_queue])
+
+    async def _work(self, workers: int) -> None:
+        """Node workers (NoSchedule taints, labels), pod workers (pods bound to not-ready nodes), the
+        NoExecute tainting pass and the monitor pass."""
+        tasks = [asyncio.ensure_future(self._node_worker()) for _ in range(max(1, workers))]
+        tasks += [asyncio.ensure_future(self._pod_worker()) for _ in range(POD_UPDATE_WORKERS)]
+        tasks.append(asyncio.ensure_future(run_every(NODE_EVICTION_PERIOD, self.no_execute_tainting_pass,
+                                                     clock=self.clock, what=f"{NAME}: NoExecute tainting pass")))
+        tasks.append(asyncio.ensure_future(run_every(self.opts.node_monitor_period, self.monitor_node_health,
+                                                     clock=self.clock, what=f"{NAME}: node health pass")))
         try:
-            self.ctx.informers.start()
-            while not await wait_for_informers(informers):
-                pass
-            tasks = [asyncio.ensure_future(self._node_worker()) for _ in range(max(1, workers))]
-            tasks += [asyncio.ensure_future(self._pod_worker()) for _ in range(POD_UPDATE_WORKERS)]
-            tasks.append(asyncio.ensure_future(self._every(NODE_EVICTION_PERIOD, self.no_execute_tainting_pass)))
-            tasks.append(asyncio.ensure_future(self._every(self.opts.node_monitor_period, self.monitor_node_health)))
             await asyncio.gather(*tasks)
         finally:
-            self.node_queue.shut_down()
-            self.pod_queue.shut_down()
             await cancel_and_wait(tasks)
-            for informer, reg in regs:
-                informer.remove_event_handler(reg)
-            log.info("shutting down %s", NAME)
-
-    async def _every(self, period: float, fn: Callable[[], Awaitable[None]]) -> None:
-        """wait.Until: run `fn`, then sleep `period`, forever; a failing run is logged."""
-        while True:
-            try:
-                await fn()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s: error in periodic pass", NAME)
-            await self.clock.sleep(period)
 
     # -- node updates: NoSchedule taints and labels -------------------------------------------------
     async def _node_worker(self) -> None:

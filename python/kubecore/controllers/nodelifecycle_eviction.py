@@ -30,10 +30,10 @@ from typing import Any
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import NotFound
 from kubecore.client.indexer import DeletedFinalStateUnknown, Indexer
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.workqueue import WorkQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, Wiring, register
 from kubecore.controllers.controller_utils import meta, node_name
 from kubecore.controllers.nodelifecycle_taints import (
     get_matching_tolerations, min_toleration_time, no_execute_taints, node_taints, pod_tolerations,
@@ -145,32 +145,30 @@ class TaintEvictionController:
         self.pod_indexer: Indexer
         self.node_indexer: Indexer
 
-    async def run(self, workers: int) -> None:
+    async def setup(self) -> Wiring:
+        """The pods client, informers (pods indexed by node) and event handlers."""
         self.pods_client = await self.ctx.rest.resource("v1", "pods")
         pods = await self.ctx.informers.informer_for("v1", "pods", indexers={NODE_NAME_INDEX: node_name_index})
         nodes = await self.ctx.informers.informer_for("v1", "nodes")
         self.pod_indexer, self.node_indexer = pods.indexer, nodes.indexer
-        regs: list[tuple[SharedIndexInformer, Registration]] = [
-            (pods, pods.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda p, _i: self.pod_updated(None, p), on_update_func=self.pod_updated,
-                on_delete_func=lambda p: self.pod_updated(unwrap(p), None)))),
-            (nodes, nodes.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda n, _i: self.node_updated(None, n), on_update_func=self.node_updated,
-                on_delete_func=lambda n: self.node_updated(unwrap(n), None)))),
-        ]
-        log.info("starting %s", COMPONENT)
+        wiring = Wiring(self.ctx.informers)
+        wiring.add(pods, EventHandlerFuncs(on_add_func=lambda p, _i: self.pod_updated(None, p),
+                                           on_update_func=self.pod_updated,
+                                           on_delete_func=lambda p: self.pod_updated(unwrap(p), None)))
+        wiring.add(nodes, EventHandlerFuncs(on_add_func=lambda n, _i: self.node_updated(None, n),
+                                            on_update_func=self.node_updated,
+                                            on_delete_func=lambda n: self.node_updated(unwrap(n), None)))
+        return wiring
+
+    async def run(self, workers: int) -> None:
+        """One node worker and one pod worker (their work is synchronous); pending deletions are
+        cancelled when it stops."""
+        wiring = await self.setup()
         try:
-            self.ctx.informers.start()
-            while not await wait_for_informers([pods, nodes]):
-                pass
-            await asyncio.gather(self._node_worker(), self._pod_worker())
+            await wiring.run(COMPONENT, lambda: asyncio.gather(self._node_worker(), self._pod_worker()),
+                             queues=[self.node_queue, self.pod_queue])
         finally:
-            self.node_queue.shut_down()
-            self.pod_queue.shut_down()
-            for informer, reg in regs:
-                informer.remove_event_handler(reg)
             await self.queue.cancel_and_wait()
-            log.info("shutting down %s", COMPONENT)
 
     # -- event handlers -----------------------------------------------------------------------------
     def pod_updated(self, old: Obj | None, new: Obj | None) -> None:

@@ -34,7 +34,7 @@ from kubecore.client.indexer import Indexer
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
 from kubecore.client.workqueue import DelayingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, Wiring, register, run_every
 from kubecore.controllers.controller_utils import format_time, meta, node_name, object_key, parse_time, pod_phase
 from kubecore.controllers.podview import pod_view
 
@@ -162,22 +162,12 @@ class PodGCController:
         pod_informer = await self.informers.informer_for("v1", "pods")
         node_informer = await self.informers.informer_for("v1", "nodes")
         self.pod_indexer, self.node_indexer = pod_informer.indexer, node_informer.indexer
-        self.informers.start()
-        log.info("starting pod garbage collector")
-        try:
-            while not await wait_for_informers([pod_informer, node_informer]):
-                pass
-            while True:
-                try:
-                    await self.gc()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("pod GC pass failed")
-                await self.clock.sleep(self.gc_check_period)
-        finally:
-            self.node_queue.shut_down()
-            log.info("shutting down pod garbage collector")
+        wiring = Wiring(self.informers)
+        wiring.add(pod_informer)
+        wiring.add(node_informer)
+        await wiring.run("pod garbage collector",
+                         lambda: run_every(self.gc_check_period, self.gc, clock=self.clock, what="pod GC pass"),
+                         queues=[self.node_queue])
 
     def pod_views(self) -> list[Obj]:
         """Slim views of every cached pod (`podview`: a pass must not decode 150,000 whole pods)."""

@@ -37,19 +37,18 @@ from typing import Any
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import Conflict, NotFound
 from kubecore.client.factory import SharedInformerFactory
-from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.indexer import DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import (
     CONTROLLER_UID_INDEX, NAMESPACE_TERMINATING_CAUSE, SLOW_START_INITIAL_BATCH_SIZE, InvalidSelector, Selector, filter_active_pods,
     controller_uid_index, get_controller_of, has_status_cause, is_pod_ready, labels_of, meta, new_controller_ref, object_key,
-    selector_from_label_selector, slow_start_batch,
+    resolve_controller_ref, selecting_objects, selector_from_label_selector, slow_start_batch,
 )
 from kubecore.controllers.expectations import UIDTrackingControllerExpectations
-from kubecore.controllers.podcontrol import EventRecorderLike, NullRecorder, PodControl, RealPodControl
+from kubecore.controllers.podcontrol import EventRecorderLike, PodControl, RealPodControl
 from kubecore.controllers.podranking import get_pods_to_delete
 from kubecore.controllers.podview import POD_OWNER_INDEX, namespace_pod_views, owned_pod_views, pod_owner_index
 from kubecore.controllers.refmanager import PodControllerRefManager, recheck_deletion_timestamp
@@ -89,36 +88,27 @@ REPLICA_SET = ReplicaKind(name="replicaset", api_version="apps/v1", kind="Replic
                           component="replicaset-controller", selector_of=_rs_selector)
 
 
-class ReplicaSetController:
+class ReplicaSetController(QueueController):
     """Runs until cancelled: `await ReplicaSetController(rest=..., informers=...).run(workers=5)`."""
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK,
                  burst_replicas: int = BURST_REPLICAS, kind: ReplicaKind = REPLICA_SET,
                  pod_control: PodControl | None = None) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
-        self.clock = clock
+        super().__init__(rest=rest, informers=informers, recorder=recorder, clock=clock)
         self.burst_replicas = burst_replicas
         self.kind = kind
         self.name = kind.name
+        self.description = f"{kind.kind} controller"
         self.pod_control = pod_control
         self.expectations = UIDTrackingControllerExpectations(clock=clock)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
         self._selectors: dict[str, tuple[str, Selector]] = {}
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
-        self._informers: tuple[SharedIndexInformer, ...] = ()
-        self._ready = False
         self.rs_client: ResourceClient
         self.rs_indexer: Indexer
         self.pod_indexer: Indexer
 
     # -- wiring -----------------------------------------------------------------------------------
-    async def setup(self) -> None:
-        """Resolve the resources, get the shared informers and register the handlers (once)."""
-        if self._ready:
-            return
+    async def wire(self) -> None:
         pods_client = await self.rest.resource("v1", "pods")
         self.rs_client = await self.rest.resource(self.kind.api_version, self.kind.resource)
         if self.pod_control is None:
@@ -127,45 +117,11 @@ class ReplicaSetController:
                                                         indexers={CONTROLLER_UID_INDEX: controller_uid_index})
         pod_informer = await self.informers.informer_for("v1", "pods", indexers={POD_OWNER_INDEX: pod_owner_index})
         self.rs_indexer, self.pod_indexer = rs_informer.indexer, pod_informer.indexer
-        self._registrations = [
-            (rs_informer, rs_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda obj, _initial: self.enqueue(obj), on_update_func=self._update_rs,
-                on_delete_func=self._delete_rs))),
-            (pod_informer, pod_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=self._add_pod, on_update_func=self._update_pod, on_delete_func=self._delete_pod))),
-        ]
-        self._informers = (rs_informer, pod_informer)
-        self._ready = True
-
-    async def run(self, workers: int) -> None:
-        """Start the informers (if nobody did), wait for their first lists, run `workers` workers
-        until cancelled; then shut the queue and unregister the handlers."""
-        await self.setup()
-        self.informers.start()
-        log.info("starting %s controller", self.kind.kind)
-        try:
-            while not await wait_for_informers(self._informers):
-                pass
-            await asyncio.gather(*(self._worker() for _ in range(max(1, workers))))
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            self._registrations, self._ready = [], False
-            log.info("shutting down %s controller", self.kind.kind)
-
-    async def _worker(self) -> None:
-        async for key in self.queue:
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("sync of %s %s failed: %s", self.kind.kind, key, e)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+        self.wiring.add(rs_informer, EventHandlerFuncs(
+            on_add_func=lambda obj, _initial: self.enqueue(obj), on_update_func=self._update_rs,
+            on_delete_func=self._delete_rs))
+        self.wiring.add(pod_informer, EventHandlerFuncs(
+            on_add_func=self._add_pod, on_update_func=self._update_pod, on_delete_func=self._delete_pod))
 
     # -- lookups ----------------------------------------------------------------------------------
     def selector_of(self, rs: Obj) -> Selector:
@@ -180,32 +136,14 @@ class ReplicaSetController:
 
     def resolve_controller_ref(self, namespace: str, ref: Obj) -> Obj | None:
         """The cached object a controller reference names, if it is of our kind and UID."""
-        if ref.get("kind") != self.kind.kind:
-            return None
-        rs = self.rs_indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        if rs is None or meta(rs).get("uid") != ref.get("uid"):
-            return None
-        return rs
+        return resolve_controller_ref(self.rs_indexer, namespace, ref, kind=self.kind.kind)
 
     def get_pod_replica_sets(self, pod: Obj) -> list[Obj]:
         """Every cached object in the pod's namespace whose (non-empty) selector matches the pod."""
-        labels = labels_of(pod)
-        if not labels:
-            return []
-        out = []
-        for rs in self.rs_indexer.by_index(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
-            try:
-                selector = self.selector_of(rs)
-            except InvalidSelector:
-                continue
-            if not selector.empty and selector.matches(labels):
-                out.append(rs)
+        out = selecting_objects(self.rs_indexer, pod, selector_of=self.selector_of)
         if len(out) > 1:
-            log.warning("user error: more than one %s selects pods with labels %s", self.kind.kind, labels)
+            log.warning("user error: more than one %s selects pods with labels %s", self.kind.kind, labels_of(pod))
         return out
-
-    def enqueue(self, obj: Obj) -> None:
-        self.queue.add(object_key(obj))
 
     # -- event handlers ---------------------------------------------------------------------------
     def _update_rs(self, old: Obj, cur: Obj) -> None:

@@ -34,18 +34,15 @@ from typing import Any
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs, SharedIndexInformer
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import (
-    ControllerContext, cancel_and_wait, process_queue, register, run_workers, wait_for_informers,
-)
+from kubecore.controllers.base import ControllerContext, QueueController, cancel_and_wait, register
 from kubecore.api.quota import (
     GroupResource, calculate_usage, evaluator_for, from_json, group_resources_for, quota_v1_pod, rl_equal, rl_mask,
     to_json,
 )
-from kubecore.controllers.controller_utils import meta, object_key
+from kubecore.controllers.controller_utils import meta
 
 log = logging.getLogger(__name__)
 
@@ -93,46 +90,36 @@ def new_quota_status(quota: Obj, computed: dict[str, Any]) -> Obj | None:
     return {"hard": to_json(spec_hard), "used": to_json(used)}
 
 
-class ResourceQuotaController:
+class ResourceQuotaController(QueueController):
     """Runs until cancelled: `await ResourceQuotaController(rest=..., informers=...).run(5)`."""
 
     name = NAME
+    description = "resource quota controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory, clock: Clock = REAL_CLOCK,
                  resync_period: float = RESYNC_PERIOD) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.clock = clock
+        super().__init__(rest=rest, informers=informers, clock=clock)
         self.resync_period = resync_period
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
         self._monitors: dict[GroupResource, SharedIndexInformer] = {}
         self._monitor_lock = asyncio.Lock()
         self.quotas: ResourceClient
         self.rq_indexer: Indexer
 
-    async def run(self, workers: int) -> None:
+    async def wire(self) -> None:
         self.quotas = await self.rest.resource("v1", "resourcequotas")
         rq_inf = await self.informers.informer_for("v1", "resourcequotas")
         self.rq_indexer = rq_inf.indexer
-        self._registrations = [(rq_inf, rq_inf.add_event_handler(EventHandlerFuncs(
-            on_add_func=lambda q, _i: self.queue.add(object_key(q)), on_update_func=self._quota_updated,
-            on_delete_func=lambda q: self.queue.add(object_key(_unwrap(q))))))]
-        self.informers.start()
-        log.info("starting resource quota controller")
-        resync: asyncio.Task[None] | None = None
+        self.wiring.add(rq_inf, EventHandlerFuncs(
+            on_add_func=lambda q, _i: self.enqueue(q), on_update_func=self._quota_updated,
+            on_delete_func=lambda q: self.enqueue(_unwrap(q))))
+
+    async def work(self, workers: int) -> None:
+        """The workers, and every resync_period every quota enqueued (a full recalculation)."""
+        resync = asyncio.create_task(self._resync_loop())
         try:
-            while not await wait_for_informers([rq_inf]):
-                pass
-            resync = asyncio.create_task(self._resync_loop())
-            await run_workers(workers, lambda: process_queue(self.queue, self.sync, name=NAME), queues=[self.queue])
+            await super().work(workers)
         finally:
-            self.queue.shut_down()
-            if resync is not None:
-                await cancel_and_wait([resync])
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            log.info("shutting down resource quota controller")
+            await cancel_and_wait([resync])
 
     async def _resync_loop(self) -> None:
         while True:
@@ -142,7 +129,7 @@ class ResourceQuotaController:
 
     def _quota_updated(self, old: Obj, cur: Obj) -> None:
         if (old.get("spec") or {}).get("hard") != (cur.get("spec") or {}).get("hard"):
-            self.queue.add(object_key(cur))
+            self.enqueue(cur)
 
     # -- monitors -----------------------------------------------------------------------------------------
     async def monitor(self, gr: GroupResource) -> SharedIndexInformer:
@@ -153,10 +140,10 @@ class ResourceQuotaController:
                 group, resource = gr
                 api_version = "v1" if not group else None
                 informer = await self.informers.informer_for(api_version, f"{resource}.{group}" if group else resource)
-                self._registrations.append((informer, informer.add_event_handler(EventHandlerFuncs(
+                self.wiring.add(informer, EventHandlerFuncs(
                     on_update_func=lambda o, n: self.replenish(gr, n) if needs_update(o, n, gr, self.clock.now())
                     else None,
-                    on_delete_func=lambda o: self.replenish(gr, _unwrap(o))))))
+                    on_delete_func=lambda o: self.replenish(gr, _unwrap(o))), wait=False)
                 self._monitors[gr] = informer
                 self.informers.start()
         if not await informer.wait_for_sync(MONITOR_SYNC_TIMEOUT):
@@ -171,7 +158,7 @@ class ResourceQuotaController:
         ev = evaluator_for(gr)
         for quota in self.rq_indexer.by_index(NAMESPACE_INDEX, namespace):
             if ev.matching(from_json((quota.get("spec") or {}).get("hard")).keys()):
-                self.queue.add(object_key(quota))
+                self.enqueue(quota)
 
     # -- sync ---------------------------------------------------------------------------------------------
     async def sync(self, key: str) -> None:

@@ -25,11 +25,10 @@ from typing import Any
 from kubecore.client.errors import AlreadyExists
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import DeletedFinalStateUnknown, Indexer
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, process_queue, register, run_workers, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import NAMESPACE_TERMINATING_CAUSE, has_status_cause, meta
 
 log = logging.getLogger(__name__)
@@ -53,44 +52,29 @@ def missing_accounts(wanted: Sequence[Obj], namespace: str, existing: Indexer) -
     return out
 
 
-class ServiceAccountsController:
-    """Runs until cancelled: `await ServiceAccountsController(rest=..., informers=...).run(1)`."""
+class ServiceAccountsController(QueueController):
+    """Runs until cancelled: `await ServiceAccountsController(rest=..., informers=...).run(1)`; the queue
+    holds namespace names."""
 
     name = NAME
+    description = "service account controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  service_accounts: Sequence[Obj] = DEFAULT_SERVICE_ACCOUNTS) -> None:
-        self.rest = rest
-        self.informers = informers
+        super().__init__(rest=rest, informers=informers)
         self.service_accounts = list(service_accounts)
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue()
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
         self.sa_client: ResourceClient
         self.ns_indexer: Indexer
         self.sa_indexer: Indexer
 
-    async def run(self, workers: int) -> None:
+    async def wire(self) -> None:
         self.sa_client = await self.rest.resource("v1", "serviceaccounts")
         sa_informer = await self.informers.informer_for("v1", "serviceaccounts")
         ns_informer = await self.informers.informer_for("v1", "namespaces")
         self.sa_indexer, self.ns_indexer = sa_informer.indexer, ns_informer.indexer
-        self._registrations = [
-            (sa_informer, sa_informer.add_event_handler(EventHandlerFuncs(on_delete_func=self._sa_deleted))),
-            (ns_informer, ns_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda ns, _initial: self._enqueue_namespace(ns),
-                on_update_func=lambda _old, cur: self._enqueue_namespace(cur)))),
-        ]
-        self.informers.start()
-        log.info("starting service account controller")
-        try:
-            while not await wait_for_informers([sa_informer, ns_informer]):
-                pass
-            await run_workers(workers, lambda: process_queue(self.queue, self.sync, name=NAME), queues=[self.queue])
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            log.info("shutting down service account controller")
+        self.wiring.add(sa_informer, EventHandlerFuncs(on_delete_func=self._sa_deleted))
+        self.wiring.add(ns_informer, EventHandlerFuncs(on_add_func=lambda ns, _initial: self._enqueue_namespace(ns),
+                                                       on_update_func=lambda _old, cur: self._enqueue_namespace(cur)))
 
     def _enqueue_namespace(self, ns: Obj) -> None:
         self.queue.add(str(meta(ns).get("name") or ""))

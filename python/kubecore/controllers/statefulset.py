@@ -23,25 +23,23 @@ and `statefulset_podcontrol`; the ControllerRevision machinery is `history`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import Conflict
 from kubecore.client.factory import SharedInformerFactory
-from kubecore.client.indexer import NAMESPACE_INDEX, DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.indexer import DeletedFinalStateUnknown, Indexer, split_meta_namespace_key
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import (
-    InvalidSelector, Selector, get_controller_of, is_pod_ready, labels_of, meta, object_key,
-    selector_from_label_selector,
+    InvalidSelector, Selector, get_controller_of, is_pod_ready, labels_of, meta, object_key, resolve_controller_ref,
+    selecting_objects, selector_from_label_selector,
 )
 from kubecore.controllers.history import ControllerHistory
-from kubecore.controllers.podcontrol import EventRecorderLike, NullRecorder, RealPodControl
+from kubecore.controllers.podcontrol import EventRecorderLike, RealPodControl
 from kubecore.controllers.podview import namespace_pod_views
 from kubecore.controllers.refmanager import PodControllerRefManager, recheck_deletion_timestamp
 from kubecore.controllers.statefulset_control import StatefulSetControl
@@ -70,21 +68,15 @@ class _MemberRefManager(PodControllerRefManager):
         return super()._match(pod) and is_member_of(self.controller, pod)
 
 
-class StatefulSetController:
+class StatefulSetController(QueueController):
     """Runs until cancelled: `await StatefulSetController(rest=..., informers=...).run(workers=5)`."""
 
     name = NAME
+    description = "statefulset controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory,
                  recorder: EventRecorderLike | None = None, clock: Clock = REAL_CLOCK) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.recorder: EventRecorderLike = recorder if recorder is not None else NullRecorder()
-        self.clock = clock
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
-        self._registrations: list[tuple[SharedIndexInformer, Registration]] = []
-        self._informers: tuple[SharedIndexInformer, ...] = ()
-        self._ready = False
+        super().__init__(rest=rest, informers=informers, recorder=recorder, clock=clock)
         self.set_client: ResourceClient
         self.set_indexer: Indexer
         self.pod_indexer: Indexer
@@ -92,9 +84,7 @@ class StatefulSetController:
         self.control: StatefulSetControl
 
     # -- wiring -------------------------------------------------------------------------------------
-    async def setup(self) -> None:
-        if self._ready:
-            return
+    async def wire(self) -> None:
         pods = await self.rest.resource("v1", "pods")
         claims = await self.rest.resource("v1", "persistentvolumeclaims")
         revisions = await self.rest.resource("apps/v1", "controllerrevisions")
@@ -110,70 +100,22 @@ class StatefulSetController:
         self.control = StatefulSetControl(pod_control=stateful_pods,
                                           history=ControllerHistory(revisions, revision_informer.indexer),
                                           status_updater=self.update_status, clock=self.clock)
-        self._registrations = [
-            (set_informer, set_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=lambda obj, _initial: self.enqueue(obj), on_update_func=lambda _old, cur: self.enqueue(cur),
-                on_delete_func=self._delete_set))),
-            (pod_informer, pod_informer.add_event_handler(EventHandlerFuncs(
-                on_add_func=self._add_pod, on_update_func=self._update_pod, on_delete_func=self._delete_pod))),
-        ]
-        self._informers = (set_informer, pod_informer, claim_informer, revision_informer)
-        self._ready = True
-
-    async def run(self, workers: int) -> None:
-        await self.setup()
-        self.informers.start()
-        log.info("starting stateful set controller")
-        try:
-            while not await wait_for_informers(self._informers):
-                pass
-            await asyncio.gather(*(self._worker() for _ in range(max(1, workers))))
-        finally:
-            self.queue.shut_down()
-            for informer, registration in self._registrations:
-                informer.remove_event_handler(registration)
-            self._registrations, self._ready = [], False
-            log.info("shutting down statefulset controller")
-
-    async def _worker(self) -> None:
-        async for key in self.queue:
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                log.warning("error syncing StatefulSet %s, requeuing: %s", key, e)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+        self.wiring.add(set_informer, EventHandlerFuncs(
+            on_add_func=lambda obj, _initial: self.enqueue(obj), on_update_func=lambda _old, cur: self.enqueue(cur),
+            on_delete_func=self._delete_set))
+        self.wiring.add(pod_informer, EventHandlerFuncs(
+            on_add_func=self._add_pod, on_update_func=self._update_pod, on_delete_func=self._delete_pod))
+        self.wiring.add(claim_informer)
+        self.wiring.add(revision_informer)
 
     # -- lookups ------------------------------------------------------------------------------------
-    def enqueue(self, obj: Obj) -> None:
-        self.queue.add(object_key(obj))
-
     def resolve_controller_ref(self, namespace: str, ref: Obj) -> Obj | None:
-        if ref.get("kind") != KIND:
-            return None
-        set_ = self.set_indexer.get_by_key(f"{namespace}/{ref.get('name')}")
-        if set_ is None or meta(set_).get("uid") != ref.get("uid"):
-            return None
-        return set_
+        return resolve_controller_ref(self.set_indexer, namespace, ref, kind=KIND)
 
     def sets_for_pod(self, pod: Obj) -> list[Obj]:
-        labels = labels_of(pod)
-        if not labels:
-            return []
-        out = []
-        for set_ in self.set_indexer.by_index(NAMESPACE_INDEX, str(meta(pod).get("namespace") or "")):
-            try:
-                selector = selector_from_label_selector((set_.get("spec") or {}).get("selector"))
-            except InvalidSelector:
-                continue
-            if not selector.empty and selector.matches(labels):
-                out.append(set_)
+        out = selecting_objects(self.set_indexer, pod)
         if len(out) > 1:
-            log.warning("user error: more than one StatefulSet is selecting pods with labels: %s", labels)
+            log.warning("user error: more than one StatefulSet is selecting pods with labels: %s", labels_of(pod))
         return out
 
     # -- event handlers -----------------------------------------------------------------------------

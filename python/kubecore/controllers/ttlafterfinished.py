@@ -18,7 +18,6 @@ queue's backoff.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -26,11 +25,10 @@ from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import NotFound
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import Indexer, split_meta_namespace_key
-from kubecore.client.informer import EventHandlerFuncs, Registration, SharedIndexInformer
+from kubecore.client.informer import EventHandlerFuncs
 from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
-from kubecore.client.workqueue import RateLimitingQueue
-from kubecore.controllers.base import ControllerContext, register, wait_for_informers
+from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import meta, object_key, parse_time
 
 log = logging.getLogger(__name__)
@@ -79,56 +77,23 @@ def time_left(job: Obj, now: float) -> float:
     return finished + (ttl_seconds(job) or 0) - now
 
 
-class TTLAfterFinishedController:
+class TTLAfterFinishedController(QueueController):
     """Runs until cancelled: `await TTLAfterFinishedController(rest=..., informers=...).run(5)`."""
 
     name = "ttl-after-finished"
+    description = "TTL after finished controller"
 
     def __init__(self, *, rest: RestClient, informers: SharedInformerFactory, clock: Clock = REAL_CLOCK) -> None:
-        self.rest = rest
-        self.informers = informers
-        self.clock = clock
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(clock=clock)
-        self._registration: tuple[SharedIndexInformer, Registration] | None = None
+        super().__init__(rest=rest, informers=informers, clock=clock)
         self.jobs: ResourceClient
         self.job_indexer: Indexer
 
-    async def setup(self) -> SharedIndexInformer:
+    async def wire(self) -> None:
         self.jobs = await self.rest.resource("batch/v1", "jobs")
         informer = await self.informers.informer_for("batch/v1", "jobs")
         self.job_indexer = informer.indexer
-        self._registration = (informer, informer.add_event_handler(EventHandlerFuncs(
-            on_add_func=lambda job, _initial: self._consider(job),
-            on_update_func=lambda _old, job: self._consider(job))))
-        return informer
-
-    async def run(self, workers: int) -> None:
-        informer = await self.setup()
-        self.informers.start()
-        log.info("starting TTL after finished controller")
-        try:
-            while not await wait_for_informers([informer]):
-                pass
-            await asyncio.gather(*(self._worker() for _ in range(max(1, workers))))
-        finally:
-            self.queue.shut_down()
-            if self._registration is not None:
-                self._registration[0].remove_event_handler(self._registration[1])
-                self._registration = None
-            log.info("shutting down TTL after finished controller")
-
-    async def _worker(self) -> None:
-        async for key in self.queue:
-            try:
-                await self.sync(key)
-                self.queue.forget(key)
-            except asyncio.CancelledError:
-                self.queue.done(key)
-                raise
-            except Exception as e:
-                log.warning("error cleaning up Job %s, will retry: %s", key, e)
-                self.queue.add_rate_limited(key)
-            self.queue.done(key)
+        self.wiring.add(informer, EventHandlerFuncs(on_add_func=lambda job, _initial: self._consider(job),
+                                                    on_update_func=lambda _old, job: self._consider(job)))
 
     def _consider(self, job: Obj) -> None:
         if not meta(job).get("deletionTimestamp") and needs_cleanup(job):
