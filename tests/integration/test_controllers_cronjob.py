@@ -184,6 +184,10 @@ async def test_history_limit_prunes_finished_jobs(env: Env) -> None:
         return names == [second["metadata"]["name"]]
 
     await env.eventually(pruned, "the oldest finished job deleted")
-    items, _ = await env.events.list_all(namespace=env.ns)
-    assert any(e.get("reason") == "SuccessfulDelete" and e.get("message") == f"Deleted job {first['metadata']['name']}"
-               for e in items)
+
+    async def delete_event() -> bool:  # events are written in the background, after the delete
+        items, _ = await env.events.list_all(namespace=env.ns)
+        return any(e.get("reason") == "SuccessfulDelete" and e.get("message") == f"Deleted job {first['metadata']['name']}"
+                   for e in items)
+
+    await env.eventually(delete_event, "the SuccessfulDelete event")
