@@ -14,11 +14,17 @@ Three phases, each timed from the write that asks for the pods:
    two clocks; every Deployment's status must be correct.
 3. `memory` (only with `--cached-pods`): pods are POSTed straight at the server (no owner) until
    the cluster holds that many; once the controller manager's CPU settles (its informers have
-   seen every pod), its resident memory is read.
+   seen every pod), its resident memory is read (`running`). Then, unless it already runs every
+   controller, it is stopped and a controller manager with `--controllers '*'` (all defaults, as
+   `kubecore up` runs it) is started; once its pod informer and garbage-collector graph hold every
+   pod and its CPU settled, its memory is read (`all_controllers`; `controller_manager_rss_mb` is
+   this figure). Each figure comes with `caches`: a report the process writes on SIGUSR1 (see
+   `cache_report`): which informers hold pods, their handlers and indexes, the decoded-object LRU,
+   the workload controllers' pod views, the garbage collector's graph size.
 
 There is no kubelet here, so no pod becomes Ready: "status correct" is about replica counts, not
 availability. The controller manager runs without leader election and with only the two
-controllers, as a separate process (its own cores' worth of Python, like upstream), with its
+controllers (every default controller with `--all-controllers`), as a separate process (its own cores' worth of Python, like upstream), with its
 default client limits. Progress is polled cheaply: a `limit=1` LIST whose remainingItemCount
 counts the namespace's pods, and LISTs of Deployments/ReplicaSets for status.
 
@@ -34,6 +40,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -56,25 +63,80 @@ POLL = 0.25
 
 
 class ControllerManager:
-    """`kubecore controller-manager --controllers deployment,replicaset --no-leader-elect`."""
+    """`kubecore controller-manager --controllers C --no-leader-elect` as a child process, started
+    through `controller_manager_main` (the same CLI, plus a SIGUSR1 handler that writes a JSON report
+    of its caches to a file: `cache_report()`)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, *, controllers: str = "deployment,replicaset",
+                 tag: str = "controller-manager") -> None:
         kubeconfig = server.dir / "data" / "kubeconfig"
-        self.errlog = open(server.dir / "controller-manager.stderr", "w+b")  # noqa: SIM115 - closed in stop()
-        cmd = [sys.executable, "-m", "kubecore.cli.main", "controller-manager", "--kubeconfig", str(kubeconfig),
-               "--controllers", "deployment,replicaset", "--no-leader-elect"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.errlog, cwd=ROOT)
+        self.controllers = controllers
+        self.report_path = server.dir / f"{tag}.report.json"
+        self.errlog = open(server.dir / f"{tag}.stderr", "w+b")  # noqa: SIM115 - closed in stop()
+        cmd = [sys.executable, "-c", "from bench.controller_deployment import controller_manager_main as m; m()",
+               "controller-manager", "--kubeconfig", str(kubeconfig), "--controllers", controllers,
+               "--no-leader-elect"]
+        env = {**os.environ, REPORT_ENV: str(self.report_path)}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.errlog, cwd=ROOT, env=env)
 
     def cpu_seconds(self) -> float:
         stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
         fields = stat[stat.rindex(")") + 2:].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
-    def rss_mb(self) -> float:
+    def _status_mb(self, key: str) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
         return 0.0
+
+    def rss_mb(self) -> float:
+        return self._status_mb("VmRSS")
+
+    def _catches(self, sig: int) -> bool:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+        return False
+
+    def peak_rss_mb(self) -> float:
+        return self._status_mb("VmHWM")
+
+    async def cache_report(self, timeout: float = 60.0) -> dict[str, Any]:
+        """What the process caches (see `cache_report` below), read through SIGUSR1."""
+        deadline = time.perf_counter() + timeout
+        while not self._catches(signal.SIGUSR1):  # still starting: the signal would kill it
+            self.check()
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the controller manager does not handle SIGUSR1")
+            await asyncio.sleep(0.1)
+        self.report_path.unlink(missing_ok=True)
+        self.proc.send_signal(signal.SIGUSR1)
+        while not self.report_path.exists():
+            self.check()
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the controller manager wrote no cache report")
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # written with one write() + rename: complete once it exists
+        report: dict[str, Any] = json.loads(self.report_path.read_text())
+        return report
+
+    async def wait_for_pods(self, count: int, *, timeout: float) -> None:
+        """Until its pod informer and the garbage collector's graph hold `count` pods."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            r = await self.cache_report()
+            pods = r.get("pods") or {"informer_items": 0}
+            graph = r.get("gc_graph_nodes")
+            if pods["informer_items"] >= count and (graph or 0) >= (count if self.controllers == "*" else 0):
+                return
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"the controller manager holds {pods} after {timeout:.0f} s, not {count} pods")
+            await asyncio.sleep(2.0)
+
+    def memory(self) -> dict[str, Any]:
+        return {"controllers": self.controllers, "rss_mb": round(self.rss_mb(), 1),
+                "peak_rss_mb": round(self.peak_rss_mb(), 1)}
 
     def check(self) -> None:
         if self.proc.poll() is not None:
@@ -91,6 +153,71 @@ class ControllerManager:
                 self.proc.kill()
                 self.proc.wait()
         self.errlog.close()
+
+
+# -- inside the controller-manager process --------------------------------------------------------
+REPORT_ENV = "KUBECORE_BENCH_CACHE_REPORT"
+
+
+def controller_manager_main() -> None:
+    """`kubecore controller-manager ARGS` (argv after `-c`), reporting its caches on SIGUSR1."""
+    from kubecore.cli.main import main as cli_main
+
+    path = os.environ.get(REPORT_ENV)
+    if path:
+        signal.signal(signal.SIGUSR1, lambda _sig, _frame: _write_report(Path(path)))
+    sys.exit(cli_main(sys.argv[1:]))
+
+
+def _write_report(path: Path) -> None:
+    try:
+        report = cache_report()
+    except Exception as e:  # noqa: BLE001 - a bench probe must never take the process down
+        report = {"error": repr(e)}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report))
+    tmp.rename(path)
+
+
+_FOUND: dict[type, list[Any]] = {}
+
+
+def _live(module: str, name: str) -> list[Any]:
+    """Live instances of `module.name`, none while that module is not imported yet (the signal
+    may come in the middle of an import). One scan of the heap per class, remembered once it
+    found something: the bench's controller manager has a single term."""
+    import gc
+
+    kind = getattr(sys.modules.get(module), name, None)
+    if not isinstance(kind, type):
+        return []
+    found = _FOUND.get(kind)
+    if not found:
+        found = _FOUND[kind] = [o for o in gc.get_objects() if isinstance(o, kind)]
+    return found
+
+
+def cache_report() -> dict[str, Any]:
+    """Which caches of this process hold pods: the informers (full objects and metadata-only),
+    their handlers, the garbage collector's graph and the workload controllers' pod views."""
+    factories = _live("kubecore.client.factory", "SharedInformerFactory")
+    informers = [i for f in factories for i in f.informers]
+    informers += [i for f in factories for i in getattr(f, "metadata_informers", [])]
+    pod_informers = [i for i in informers if i.name.startswith("pods.core")]
+    graphs = _live("kubecore.controllers.graph", "GraphBuilder")
+    podview = sys.modules.get("kubecore.controllers.podview")
+    views = getattr(podview, "_VIEWS", {})
+    return {
+        "informers": len(informers),
+        "pods": {"informers": [i.name for i in pod_informers],
+                 "informer_items": max((len(i.indexer) for i in pod_informers), default=0),
+                 "handlers": sum(len(i._listeners) for i in pod_informers),
+                 "indexes": sorted({n for i in pod_informers for n in i.indexer.get_indexers()}),
+                 "decoded_lru": sum(len(i.indexer._lru) for i in pod_informers),
+                 "podview_views": sum(len(v) for v in list(views.values()))},
+        "gc_graph_nodes": len(graphs[0].nodes) if graphs else None,
+        "objects_by_informer": {i.name: len(i.indexer) for i in informers if len(i.indexer)},
+    }
 
 
 def deployment(name: str, namespace: str, replicas: int) -> dict[str, Any]:
@@ -253,12 +380,42 @@ async def settle(cm: ControllerManager, *, idle_cores: float = 0.05, window: flo
             return
 
 
+async def phase_memory(rest: RestClient, server: Server, cm: ControllerManager, *, cached_pods: int, have: int,
+                       timeout: float) -> dict[str, Any]:
+    """Fill the cluster to `cached_pods`; the running controller manager's memory once it settled,
+    then (unless it already runs every controller) that of a fresh one with `--controllers '*'`,
+    which LISTs every pod at start instead of watching them arrive."""
+    fill = max(0, cached_pods - have)
+    log(f"phase memory: {fill} more pods, up to {cached_pods}")
+    await direct_creates(rest, count=fill)
+    total = have + fill
+    out: dict[str, Any] = {"pods_in_cluster": total}
+    await settle(cm)
+    out["running"] = {**cm.memory(), "caches": await cm.cache_report()}
+    if cm.controllers != "*":
+        cm.stop()
+        log("phase memory: a controller manager with every controller, listing them all")
+        fresh = ControllerManager(server, controllers="*", tag="controller-manager-all")
+        try:
+            await fresh.wait_for_pods(total, timeout=timeout)
+            await settle(fresh)
+            out["all_controllers"] = {**fresh.memory(), "caches": await fresh.cache_report()}
+        finally:
+            fresh.stop()
+    else:
+        out["all_controllers"] = out["running"]
+    out["controller_manager_rss_mb"] = out["all_controllers"]["rss_mb"]
+    out["apiserver_rss_mb"] = round(server.rss_mb(), 1)
+    return out
+
+
 async def run(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     rest = RestClient(ClientConfig(server=server.url, qps=0))
-    cm = ControllerManager(server)
+    cm = ControllerManager(server, controllers="*" if args.all_controllers else "deployment,replicaset")
     try:
         await create_namespace(rest, FILL_NS)
-        result: dict[str, Any] = {"benchmark": "controller_deployment", "target_pods_per_s": 1000}
+        result: dict[str, Any] = {"benchmark": "controller_deployment", "target_pods_per_s": 1000,
+                                  "controllers": cm.controllers}
         log(f"phase scale: one Deployment 0 -> {args.replicas}")
         result["scale"] = await phase_scale(rest, server, cm, replicas=args.replicas, timeout=args.timeout)
         log(f"phase many: {args.deployments} Deployments x {args.per_deployment}")
@@ -269,15 +426,11 @@ async def run(server: Server, args: argparse.Namespace) -> dict[str, Any]:
         result["peer"] = peer
         for phase in ("scale", "many"):
             result[phase]["ratio_to_direct"] = round(result[phase]["pods_per_s"] / peer["direct_pods_per_s"], 2)
+        cm.check()
         if args.cached_pods:
             have = args.replicas * 2 + args.deployments * args.per_deployment
-            fill = max(0, args.cached_pods - have)
-            log(f"phase memory: {fill} more pods, up to {args.cached_pods}")
-            await direct_creates(rest, count=fill)
-            await settle(cm)
-            result["memory"] = {"pods_in_cluster": have + fill, "controller_manager_rss_mb": round(cm.rss_mb(), 1),
-                                "apiserver_rss_mb": round(server.rss_mb(), 1)}
-        cm.check()
+            result["memory"] = await phase_memory(rest, server, cm, cached_pods=args.cached_pods, have=have,
+                                                  timeout=args.timeout)
         return result
     finally:
         cm.stop()
@@ -291,6 +444,8 @@ def main() -> None:
     ap.add_argument("--per-deployment", type=int, default=10)
     ap.add_argument("--cached-pods", type=int, default=0, help="then fill the cluster to this many pods and "
                     "read the controller manager's memory (150000 for the issue's figure)")
+    ap.add_argument("--all-controllers", action="store_true", help="run every default controller "
+                    "(--controllers '*', as `kubecore up` does) in all phases, not only deployment,replicaset")
     ap.add_argument("--timeout", type=float, default=900.0)
     args = ap.parse_args()
     try:

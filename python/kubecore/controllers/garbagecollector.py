@@ -30,10 +30,22 @@ and writes through ordinary PATCH/DELETE calls.
 
 Monitors (upstream's GraphBuilder monitors + GetDeletableResources): every resource whose discovery
 entry has the verbs list, watch and delete is watched in its group's preferred version, except core
-and events.k8s.io Events. A monitor is a handler on the process's *shared* informer for the
-resource (the collector's watch of pods is the one the ReplicaSet controller uses). Discovery is
-re-read every `gc_discovery_period` (30 s): new resources (a CRD) get a monitor, vanished ones lose
-it and their informer is stopped; a group whose discovery fails keeps its monitors.
+and events.k8s.io Events. Discovery is re-read every `gc_discovery_period` (30 s): new resources (a
+CRD) get a monitor, vanished ones lose it and their informer is stopped; a group whose discovery
+fails keeps its monitors.
+
+Which informer a monitor uses (the graph reads only metadata): the process's *shared* informer of
+the resource when a controller already caches it in full (the collector's watch of pods is the
+one the ReplicaSet controller uses: no second copy of 150,000 pods), else a *metadata-only*
+informer (`SharedInformerFactory.metadata_informer_for`: PartialObjectMetadata, managedFields
+trimmed), so Secrets and ConfigMaps that only the collector watches cost their metadata, not their
+data. (Upstream's ObjectOrMetadataInformerFactory is metadata-only only for resources without a
+typed informer, i.e. custom resources; every built-in resource gets a full typed informer there,
+used by another controller or not.) When a controller creates the full informer later (the
+ResourceQuota controller does, for the resources its quotas count), the next discovery round
+moves the monitor onto it; the metadata-only watch is kept until the full one has delivered its
+initial list to the graph (the graph takes the duplicate events), then dropped. `gc_metadata_informers=False` in the controller
+options makes every monitor use full shared informers, as before.
 """
 
 from __future__ import annotations
@@ -232,6 +244,10 @@ class Monitor:
     info: ResourceInfo
     informer: SharedIndexInformer
     registration: Registration
+    metadata_only: bool = False
+    retiring: tuple[SharedIndexInformer, Registration] | None = None
+    """The metadata-only watch this monitor is moving away from (module docstring), until the
+    new registration has synced."""
 
 
 def graph_handler(info: ResourceInfo, sink: Callable[[GraphEvent], None]) -> EventHandlerFuncs:
@@ -261,10 +277,11 @@ class Monitors:
     """The set of monitored resources (see the module docstring)."""
 
     def __init__(self, factory: SharedInformerFactory, sink: Callable[[GraphEvent], None], *,
-                 discovery: Discovery | None = None) -> None:
+                 discovery: Discovery | None = None, metadata_informers: bool = True) -> None:
         self._factory = factory
         self._sink = sink
         self._discovery = discovery or Discovery(factory.rest)
+        self.metadata_informers = metadata_informers
         self.monitors: dict[GroupResource, Monitor] = {}
 
     async def deletable_resources(self) -> tuple[dict[GroupResource, ResourceInfo], set[str]]:
@@ -290,6 +307,7 @@ class Monitors:
         changed = False
         for gr, mon in list(self.monitors.items()):
             if gr in wanted and wanted[gr].version == mon.info.version:
+                changed |= await self._share_full_informer(mon)
                 continue
             if gr not in wanted and gr[0] in failed_groups:
                 continue  # unknown right now, not gone
@@ -298,19 +316,54 @@ class Monitors:
         for gr, info in wanted.items():
             if gr in self.monitors:
                 continue
-            informer = await self._factory.informer_for(info.api_version, info.resource)
+            informer, metadata_only = await self._informer_for(info)
             reg = informer.add_event_handler(graph_handler(info, self._sink))
-            self.monitors[gr] = Monitor(info, informer, reg)
+            self.monitors[gr] = Monitor(info, informer, reg, metadata_only=metadata_only)
             changed = True
         if changed:
             self._factory.start()
             log.info("garbage collector: monitoring %d resources", len(self.monitors))
         return changed
 
+    async def _informer_for(self, info: ResourceInfo) -> tuple[SharedIndexInformer, bool]:
+        """(the informer a new monitor of `info` uses, whether it is metadata-only)."""
+        if not self.metadata_informers or self._factory.existing_informer(info) is not None:
+            return await self._factory.informer_for(info.api_version, info.resource), False
+        return await self._factory.metadata_informer_for(info.api_version, info.resource), True
+
+    async def _share_full_informer(self, mon: Monitor) -> bool:
+        """Move a metadata-only monitor onto a full informer created since (module docstring);
+        True when a handler was added (the factory must start what is new)."""
+        if mon.retiring is not None:
+            if mon.registration.has_synced():
+                await self._retire(mon)
+            return False
+        full = self._factory.existing_informer(mon.info) if mon.metadata_only else None
+        if full is None:
+            return False
+        mon.retiring = (mon.informer, mon.registration)
+        mon.informer, mon.metadata_only = full, False
+        mon.registration = full.add_event_handler(graph_handler(mon.info, self._sink))
+        log.info("garbage collector: %s.%s is cached in full now; sharing that informer", mon.info.resource,
+                 mon.info.group)
+        return True
+
+    async def _retire(self, mon: Monitor) -> None:
+        if mon.retiring is not None:
+            informer, reg = mon.retiring
+            mon.retiring = None
+            informer.remove_event_handler(reg)
+            await self._factory.remove_metadata_informer(mon.info)
+
     async def _remove(self, gr: GroupResource, mon: Monitor) -> None:
         del self.monitors[gr]
         mon.informer.remove_event_handler(mon.registration)
-        await mon.informer.stop()  # the resource (or that version of it) is gone: its watch is useless
+        await self._retire(mon)
+        # The resource (or that version of it) is gone: its watch is useless.
+        if mon.metadata_only:
+            await self._factory.remove_metadata_informer(mon.info)
+        else:
+            await mon.informer.stop()
         log.info("garbage collector: stopped monitoring %s.%s", gr[1], gr[0])
 
     def has_synced(self) -> bool:
@@ -322,6 +375,8 @@ class Monitors:
     async def stop(self) -> None:
         for mon in self.monitors.values():
             mon.informer.remove_event_handler(mon.registration)
+            if mon.retiring is not None:
+                mon.retiring[0].remove_event_handler(mon.retiring[1])
         self.monitors.clear()
 
 
@@ -339,7 +394,8 @@ class GarbageCollector:
         self.orphan_queue: RateLimitingQueue[Node] = RateLimitingQueue(clock=ctx.clock)
         self.collector.attempt_to_delete = self.delete_queue
         self.collector.attempt_to_orphan = self.orphan_queue
-        self.monitors = Monitors(ctx.informers, self.collector.graph.process)
+        self.monitors = Monitors(ctx.informers, self.collector.graph.process,
+                                 metadata_informers=bool(ctx.options.get("gc_metadata_informers", True)))
         self.discovery_period = float(ctx.options.get("gc_discovery_period", DEFAULT_DISCOVERY_PERIOD))
 
     async def run(self, workers: int) -> None:

@@ -30,13 +30,24 @@ Worked example (the unit tests replay it): pod P (ns a) owned by replicaset R (u
   delete P         -> P removed from R.dependents; R (deleting dependents) queued
   delete R         -> R removed
 Nothing here awaits: every call is atomic under asyncio.
+
+Memory (a node per watched object: 150,000 pods are 150,000 nodes). A node keeps only its
+identity, its owner references and its flags, never the object. `Identity` and `OwnerRef` have
+slots; their few distinct apiVersion/kind/namespace strings are interned; equal owner
+references are one shared `OwnerRef` (`GraphBuilder` interns them, weakly: a reference no node
+holds any more is dropped); a node's dependents set exists only while it has dependents.
+A pod costs ~350 bytes of graph without owners, ~490 with one (its share of the owner's
+dependents set included), against ~660 and ~1,200 with plain dataclasses and eager sets.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,7 +58,10 @@ FOREGROUND_FINALIZER = "foregroundDeletion"
 ABSENT_CACHE_SIZE = 500
 
 
-@dataclass(frozen=True)
+_intern = sys.intern
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class OwnerRef:
     """One metadata.ownerReferences entry."""
 
@@ -60,12 +74,12 @@ class OwnerRef:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> OwnerRef:
-        return cls(api_version=str(d.get("apiVersion", "")), kind=str(d.get("kind", "")),
+        return cls(api_version=_intern(str(d.get("apiVersion", ""))), kind=_intern(str(d.get("kind", ""))),
                    name=str(d.get("name", "")), uid=str(d.get("uid", "")),
                    controller=bool(d.get("controller")), block_owner_deletion=bool(d.get("blockOwnerDeletion")))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Identity:
     """An object's coordinates: what an ownerReference says plus a namespace ("" = cluster)."""
 
@@ -88,19 +102,40 @@ def owner_identity(ref: OwnerRef, namespace: str) -> Identity:
 
 
 class Node:
-    """One object in the graph. Identity-hashed (the work queues hold nodes)."""
+    """One object in the graph. Identity-hashed (the work queues hold nodes).
 
-    __slots__ = ("identity", "owners", "dependents", "being_deleted", "deleting_dependents", "virtual",
+    `dependents` is read-only for everyone but the graph, which changes it with `add_dependent`
+    and `discard_dependent` (the set is allocated on the first dependent, dropped with the last)."""
+
+    __slots__ = ("identity", "owners", "_dependents", "being_deleted", "deleting_dependents", "virtual",
                  "__weakref__")
 
     def __init__(self, identity: Identity, *, owners: tuple[OwnerRef, ...] = (), virtual: bool = False,
                  being_deleted: bool = False, deleting_dependents: bool = False) -> None:
         self.identity = identity
         self.owners = owners
-        self.dependents: set[Node] = set()
+        self._dependents: set[Node] | None = None
         self.being_deleted = being_deleted
         self.deleting_dependents = deleting_dependents
         self.virtual = virtual
+
+    @property
+    def dependents(self) -> AbstractSet[Node]:
+        deps = self._dependents
+        return _NO_DEPENDENTS if deps is None else deps
+
+    def add_dependent(self, node: Node) -> None:
+        if self._dependents is None:
+            self._dependents = {node}
+        else:
+            self._dependents.add(node)
+
+    def discard_dependent(self, node: Node) -> None:
+        deps = self._dependents
+        if deps is not None:
+            deps.discard(node)
+            if not deps:
+                self._dependents = None
 
     def __repr__(self) -> str:
         flags = "".join(f for f, on in (("V", self.virtual), ("D", self.being_deleted),
@@ -127,6 +162,9 @@ class Node:
         return match, other
 
 
+_NO_DEPENDENTS: frozenset[Node] = frozenset()
+
+
 @dataclass(frozen=True)
 class ObjectState:
     """The parts of an object the graph reads."""
@@ -139,8 +177,8 @@ class ObjectState:
     @classmethod
     def from_object(cls, obj: dict[str, Any], *, api_version: str, kind: str) -> ObjectState:
         m = obj.get("metadata") or {}
-        ident = Identity(api_version=api_version, kind=kind, name=str(m.get("name", "")),
-                         uid=str(m.get("uid", "")), namespace=str(m.get("namespace") or ""))
+        ident = Identity(api_version=_intern(api_version), kind=_intern(kind), name=str(m.get("name", "")),
+                         uid=str(m.get("uid", "")), namespace=_intern(str(m.get("namespace") or "")))
         return cls(identity=ident,
                    owners=tuple(OwnerRef.from_dict(o) for o in m.get("ownerReferences") or () if isinstance(o, dict)),
                    deletion_timestamp=bool(m.get("deletionTimestamp")),
@@ -196,6 +234,17 @@ class GraphBuilder:
     invalid_owner_namespace: Callable[[Node, str], None] = lambda node, owner_uid: None
     nodes: dict[str, Node] = field(default_factory=dict)
     absent: AbsentOwnerCache = field(default_factory=AbsentOwnerCache)
+    _refs: weakref.WeakValueDictionary[tuple[str, str, str, str, bool, bool], OwnerRef] = field(
+        default_factory=weakref.WeakValueDictionary, init=False, repr=False)
+    """Interned references by their fields (not by themselves: a key is held strongly)."""
+
+    def _shared(self, owners: tuple[OwnerRef, ...]) -> tuple[OwnerRef, ...]:
+        """`owners` made of the interned references (equal references are one object)."""
+        if not owners:
+            return ()
+        refs = self._refs
+        return tuple(refs.setdefault((r.api_version, r.kind, r.name, r.uid, r.controller, r.block_owner_deletion), r)
+                     for r in owners)
 
     def process(self, ev: GraphEvent) -> None:
         st = ev.state
@@ -207,7 +256,7 @@ class GraphBuilder:
                 self._delete(existing, ev)
             return
         if existing is None:
-            node = Node(st.identity, owners=st.owners, being_deleted=st.deletion_timestamp,
+            node = Node(st.identity, owners=self._shared(st.owners), being_deleted=st.deletion_timestamp,
                         deleting_dependents=st.waiting_for(FOREGROUND_FINALIZER))
             self._insert(node)
             self._transitions(ev.old, st, node)
@@ -215,7 +264,7 @@ class GraphBuilder:
         added, removed, changed = references_diff(existing.owners, st.owners)
         if added or removed or changed:
             self._unblocked_owners_to_delete(removed, changed)
-            existing.owners = st.owners
+            existing.owners = self._shared(st.owners)
             self._add_to_owners(existing, added)
             self._remove_from_owners(existing, removed)
         if st.deletion_timestamp:
@@ -245,11 +294,11 @@ class GraphBuilder:
             owner = self.nodes.get(ref.uid)
             if owner is None:
                 owner = Node(owner_identity(ref, node.identity.namespace), virtual=True)
-                owner.dependents.add(node)
+                owner.add_dependent(node)
                 self.nodes[ref.uid] = owner
                 self.attempt_to_delete(owner)  # verify that it exists
                 continue
-            owner.dependents.add(node)
+            owner.add_dependent(node)
             ns = owner.identity.namespace
             if ns and ns != node.identity.namespace:
                 if owner.observed:
@@ -260,7 +309,7 @@ class GraphBuilder:
         for ref in owners:
             owner = self.nodes.get(ref.uid)
             if owner is not None:
-                owner.dependents.discard(node)
+                owner.discard_dependent(node)
 
     def _unblocked_owners_to_delete(self, removed: list[OwnerRef], changed: list[tuple[OwnerRef, OwnerRef]]) -> None:
         """An owner waiting for its dependents may be unblocked by a dropped or unblocked reference."""

@@ -14,7 +14,7 @@ errors. Misbehaviour is scripted on the instance:
   server does for resourceVersionMatch on watch), "ignore" (treat it as a plain watch: no bookmark).
 - `responses`: a queue of (status, headers, body) answered to any request before normal handling.
 
-Every request is recorded in `requests` as (method, path, query dict).
+Every request is recorded in `requests` as (method, path, query dict), its Accept header in `accepts`.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class FakeApi:
         self.compacted = 0
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.content_types: list[str | None] = []
+        self.accepts: list[str] = []
         self.watch_plan: list[str] = []
         self.list_failures: list[int] = []
         self.watch_list = "support"
@@ -101,6 +102,7 @@ class FakeApi:
         q = dict(request.query)
         self.requests.append((request.method, request.path, q))
         self.content_types.append(request.headers.get("Content-Type"))
+        self.accepts.append(request.headers.get("Accept", ""))
         if self.responses:
             code, headers, body = self.responses.pop(0)
             return web.Response(status=code, headers=headers, body=body, content_type="application/json")

@@ -196,3 +196,22 @@ def test_absent_cache_is_bounded() -> None:
     for i in ids:
         cache.add(i)
     assert ids[0] not in cache and ids[1] in cache and ids[2] in cache
+
+
+def test_nodes_stay_small_shared_references_and_dependent_sets_only_while_needed() -> None:
+    rec = Recorder()
+    g = rec.graph
+    g.process(GraphEvent("add", obj("ReplicaSet", "r", "r-uid", api_version="apps/v1")))
+    for n in ("p1", "p2"):
+        g.process(GraphEvent("add", obj("Pod", n, f"{n}-uid", owners=[RS])))
+    p1, p2, owner = g.nodes["p1-uid"], g.nodes["p2-uid"], g.nodes["r-uid"]
+    assert p1.owners[0] is p2.owners[0]  # equal references are one object
+    assert p1.identity.namespace is p2.identity.namespace and p1.identity.kind is p2.identity.kind
+    assert not hasattr(p1.identity, "__dict__") and not hasattr(p1.owners[0], "__dict__")
+    assert p1._dependents is None and p1.dependents == set()  # no set for a node nobody owns
+    for n in ("p1", "p2"):
+        g.process(GraphEvent("delete", obj("Pod", n, f"{n}-uid", owners=[RS])))
+    assert owner.dependents == set() and owner._dependents is None  # dropped with the last dependent
+    del p1, p2
+    rec.clear()
+    assert len(g._refs) == 0  # a reference no node holds any more is forgotten
