@@ -272,3 +272,15 @@ def test_owner_index_finds_a_controllers_pods_and_the_orphans_only() -> None:
     assert names(owned_pod_views(ix, "default", "someone-else")) == ["theirs"]
     ix.delete(adopted)
     assert names(owned_pod_views(ix, "default", RS_UID)) == ["mine-1", "mine-2"]
+
+
+def test_pod_views_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubecore.controllers import podview
+
+    monkeypatch.setattr(podview, "MAX_VIEWS", 3)
+    ix = Indexer(indexers={POD_OWNER_INDEX: pod_owner_index})
+    for i in range(5):
+        ix.put(make_pod(f"p{i}", owner_uid=RS_UID))
+    views = podview.controlled_pod_views(ix, "default", RS_UID)
+    assert [v["metadata"]["name"] for v in views] == [f"p{i}" for i in range(5)]  # all read, some decoded again
+    assert len(podview._VIEWS[ix]) == 3
