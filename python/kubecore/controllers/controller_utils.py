@@ -171,6 +171,19 @@ def controller_uid_index(obj: Obj) -> list[str]:
     return [str(ref.get("uid"))] if ref is not None and ref.get("uid") else []
 
 
+OWNER_INDEX = "namespaceOwner"
+
+
+def namespace_owner_index(obj: Obj) -> list[str]:
+    """Index function: "<namespace>/<uid of the controlling owner>", "<namespace>/" for an object
+    with no controller. A controller's objects plus its namespace's orphans are all a claim can
+    touch, so it reads those two index values instead of the whole namespace."""
+    m = meta(obj)
+    namespace = m.get("namespace") or ""
+    ref = get_controller_of(obj)
+    return [f"{namespace}/{ref.get('uid') or ''}" if ref is not None else f"{namespace}/"]
+
+
 def new_controller_ref(owner: Obj, *, api_version: str, kind: str) -> Obj:
     """An ownerReference making `owner` the controller, blocking its deletion (NewControllerRef)."""
     m = meta(owner)

@@ -36,8 +36,9 @@ from kubecore.client.resource import ResourceClient
 from kubecore.client.rest import RestClient
 from kubecore.controllers.base import ControllerContext, QueueController, register
 from kubecore.controllers.controller_utils import (
-    CONTROLLER_UID_INDEX, NAMESPACE_TERMINATING_CAUSE, InvalidSelector, Selector, get_controller_of, has_status_cause, labels_of, meta,
-    controller_uid_index, object_key, resolve_controller_ref, selecting_objects, selector_from_label_selector,
+    CONTROLLER_UID_INDEX, NAMESPACE_TERMINATING_CAUSE, OWNER_INDEX, InvalidSelector, Selector, get_controller_of,
+    has_status_cause, labels_of, meta, controller_uid_index, namespace_owner_index, object_key,
+    resolve_controller_ref, selecting_objects, selector_from_label_selector,
 )
 from kubecore.controllers.deployment_rollout import rollback, rollout_recreate, rollout_rolling
 from kubecore.controllers.deployment_scaling import RECREATE, ROLLING_UPDATE, strategy_type
@@ -95,7 +96,8 @@ class DeploymentController(QueueController):
         self.rs_client = await self.rest.resource("apps/v1", "replicasets")
         d_inf = await self.informers.informer_for("apps/v1", "deployments")
         rs_inf = await self.informers.informer_for("apps/v1", "replicasets",
-                                                   indexers={CONTROLLER_UID_INDEX: controller_uid_index})
+                                                   indexers={CONTROLLER_UID_INDEX: controller_uid_index,
+                                                             OWNER_INDEX: namespace_owner_index})
         pod_inf = await self.informers.informer_for("v1", "pods", indexers={POD_OWNER_INDEX: pod_owner_index})
         self.d_indexer, self.rs_indexer, self.pod_indexer = d_inf.indexer, rs_inf.indexer, pod_inf.indexer
         self.ops = DeploymentSync(rs_client=self.rs_client, d_client=self.d_client, recorder=self.recorder,
@@ -225,7 +227,9 @@ class DeploymentController(QueueController):
         can_adopt = recheck_deletion_timestamp(fresh, uid=str(m.get("uid")))
         manager = PodControllerRefManager(ReplicaSetPatcher(self.rs_client), d, selector, api_version=D_API_VERSION,
                                           kind=D_KIND, can_adopt=can_adopt)
-        claimed, error = await manager.claim_pods(self.rs_indexer.by_index(NAMESPACE_INDEX, namespace))
+        candidates = (self.rs_indexer.by_index(OWNER_INDEX, f"{namespace}/{m.get('uid') or ''}")
+                      + self.rs_indexer.by_index(OWNER_INDEX, f"{namespace}/"))  # its own and the orphans
+        claimed, error = await manager.claim_pods(candidates)
         if error is not None:
             raise error
         return claimed

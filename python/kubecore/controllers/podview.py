@@ -34,6 +34,7 @@ from weakref import WeakKeyDictionary
 import msgspec
 
 from kubecore.client.indexer import NAMESPACE_INDEX, Indexer
+from kubecore.controllers.controller_utils import OWNER_INDEX, namespace_owner_index
 
 Obj = dict[str, Any]
 
@@ -145,17 +146,8 @@ def namespace_pod_views(indexer: Indexer, namespace: str) -> list[Obj]:
     return _views(indexer, indexer.index_keys(NAMESPACE_INDEX, namespace))
 
 
-POD_OWNER_INDEX = "podOwner"
-
-
-def pod_owner_index(pod: Obj) -> list[str]:
-    """Index function: "<namespace>/<uid of the controlling owner>", "<namespace>/" for orphans."""
-    m = pod.get("metadata") or {}
-    namespace = m.get("namespace") or ""
-    for ref in m.get("ownerReferences") or ():
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return [f"{namespace}/{ref.get('uid') or ''}"]
-    return [f"{namespace}/"]
+POD_OWNER_INDEX = OWNER_INDEX
+pod_owner_index = namespace_owner_index
 
 
 def controlled_pod_views(indexer: Indexer, namespace: str, uid: str) -> list[Obj]:

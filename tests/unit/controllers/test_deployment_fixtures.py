@@ -8,7 +8,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, cast
 
-from kubecore.controllers.controller_utils import CONTROLLER_UID_INDEX, controller_uid_index
+from kubecore.controllers.controller_utils import (
+    CONTROLLER_UID_INDEX, OWNER_INDEX, controller_uid_index, namespace_owner_index,
+)
 from kubecore.controllers.podview import POD_OWNER_INDEX, pod_owner_index
 from kubecore.client.clock import FakeClock
 from kubecore.client.errors import AlreadyExists, Conflict, NotFound
@@ -153,7 +155,8 @@ class World:
         self.c = DeploymentController(rest=cast(RestClient, None), informers=cast(SharedInformerFactory, None),
                                       recorder=self.recorder, clock=self.clock)
         self.c.d_indexer = Indexer()
-        self.c.rs_indexer = Indexer(indexers={CONTROLLER_UID_INDEX: controller_uid_index})
+        self.c.rs_indexer = Indexer(indexers={CONTROLLER_UID_INDEX: controller_uid_index,
+                                              OWNER_INDEX: namespace_owner_index})
         self.c.pod_indexer = Indexer(indexers={POD_OWNER_INDEX: pod_owner_index})
         self.rs_client = FakeReplicaSets(self, self.c.rs_indexer)
         self.d_client = FakeDeployments(self, self.c.d_indexer)
