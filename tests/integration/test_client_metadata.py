@@ -137,3 +137,29 @@ async def test_gc_monitors_share_full_informers_and_watch_the_rest_as_metadata(
     finally:
         await monitors.stop()
         await factory.shutdown()
+
+
+async def test_server_watches_partial_object_metadata(server_url: str, rest_ns: tuple[RestClient, str]) -> None:
+    """A metadata-only WATCH gets PartialObjectMetadata events (initial ADDED, then changes),
+    without the objects' data, as upstream's apiserver sends them."""
+    import aiohttp
+    import msgspec
+
+    rest, ns = rest_ns
+    cms = await rest.resource("v1", "configmaps")
+    await cms.create(configmap("w1"), namespace=ns)
+    accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    url = f"{server_url}/api/v1/namespaces/{ns}/configmaps?watch=1&timeoutSeconds=5"
+    events: list[Obj] = []
+    async with aiohttp.ClientSession() as session, session.get(url, headers={"Accept": accept}) as resp:
+        assert resp.status == 200
+        await cms.create(configmap("w2"), namespace=ns)
+        async for line in resp.content:
+            events.append(msgspec.json.decode(line))
+            if len(events) == 2:
+                break
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "w1"), ("ADDED", "w2")]
+    for e in events:
+        assert e["object"]["kind"] == "PartialObjectMetadata"
+        assert e["object"]["apiVersion"] == "meta.k8s.io/v1"
+        assert "data" not in e["object"]

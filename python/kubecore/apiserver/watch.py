@@ -7,8 +7,8 @@ objects as ADDED. `sendInitialEvents=true` does the same and then a BOOKMARK ann
 sent as ADDED or DELETED, as upstream does.
 
 Watches are served from the watch cache (frames encoded in Rust, one write per batch) unless
-they ask for Tables, start before the cache's event ring, or select on a field the cache cannot
-extract; those read a store watch and match in Python here.
+they ask for Tables or PartialObjectMetadata, start before the cache's event ring, or select on a
+field the cache cannot extract; those read a store watch and match in Python here.
 """
 
 from __future__ import annotations
@@ -44,14 +44,25 @@ def frame(kind: str, obj: Obj) -> bytes:
 
 
 class Framer:
-    """Encodes events as the client asked: objects, or one-row Tables (column definitions only in
-    the first event, as upstream sends them)."""
+    """Encodes events as the client asked: objects, PartialObjectMetadata (metadata-only
+    informers), or one-row Tables (column definitions only in the first event, as upstream sends
+    them)."""
 
     def __init__(self, rt: ResourceType, accept: str, include: str) -> None:
         self.rt, self.tables, self.include, self.first = rt, table.wants_table(accept), include, True
+        self.partial = not self.tables and table.wants_partial_metadata(accept) is not None
+
+    @property
+    def plain(self) -> bool:
+        """The objects as stored (the watch cache can frame those itself)."""
+        return not self.tables and not self.partial
 
     def __call__(self, kind: str, obj: Obj) -> bytes:
-        if not self.tables or kind in ("BOOKMARK", "ERROR"):
+        if kind in ("BOOKMARK", "ERROR"):
+            return frame(kind, obj)
+        if self.partial:
+            return frame(kind, table.partial(obj))
+        if not self.tables:
             return frame(kind, obj)
         lm = {"resourceVersion": (obj.get("metadata") or {}).get("resourceVersion", "")}
         t = table.table([obj], list_meta=lm, group=self.rt.group, kind=self.rt.kind, include=self.include, rt=self.rt)
@@ -125,7 +136,7 @@ async def serve(
 
     if rv > objects.store.revision and not initial:
         raise errors.timeout(f"Too large resource version: {rv}, current: {objects.store.revision}", 1)
-    if not framer.tables:
+    if framer.plain:
         cached = objects.cache.watcher(rt, namespace, q, initial=initial, end_bookmark=send_initial, name=name)
         if cached is not None:
             return await _serve_cached(request, objects.cache, cached, rt, deadline=deadline, bookmarks=bookmarks)
@@ -218,7 +229,7 @@ async def _stream(
     bookmarks: bool,
     last_rev: int,
 ) -> None:
-    raw = match is MATCH_ALL and not framer.tables
+    raw = match is MATCH_ALL and framer.plain
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
