@@ -32,7 +32,7 @@ from kubecore.client.discovery import ResourceInfo
 from kubecore.client.indexer import IndexFunc
 from kubecore.client.informer import SharedIndexInformer
 from kubecore.client.metadata import MetadataResourceClient
-from kubecore.client.resource import Selectors
+from kubecore.client.resource import ResourceClient, Selectors
 from kubecore.client.rest import RestClient
 
 InformerKey = tuple[str, str, str, str | None, Selectors]
@@ -58,17 +58,22 @@ class SharedInformerFactory:
                            resync_period: float | None = None) -> SharedIndexInformer:
         """The shared informer of `resource` (any name discovery knows), created on first use."""
         rc = await self.rest.resource(api_version, resource)
-        info = rc.info
-        ns = self.namespace if info.namespaced else None
-        key: InformerKey = (info.group, info.version, info.resource, ns, self.selectors)
-        informer = self._informers.get(key)  # no await from here on: creation is atomic
+        return self._shared(self._informers, rc, indexers=indexers, resync_period=resync_period,
+                            name=f"{rc.info.resource}.{rc.info.group or 'core'}")
+
+    def _shared(self, informers: dict[InformerKey, SharedIndexInformer],
+                rc: ResourceClient | MetadataResourceClient, *, indexers: Mapping[str, IndexFunc] | None,
+                resync_period: float | None, name: str) -> SharedIndexInformer:
+        """The informer of `rc`'s resource in `informers`, made on first use; later callers' extra
+        indexers are added to it. No await inside: creation is atomic."""
+        key = self._key(rc.info)
+        informer = informers.get(key)
         if informer is None:
             informer = SharedIndexInformer(
-                rc, namespace=ns, selectors=self.selectors,
+                rc, namespace=key[3], selectors=self.selectors,
                 resync_period=self.resync_period if resync_period is None else resync_period,
-                indexers=indexers, use_watch_list=self.use_watch_list, clock=self._clock,
-                name=f"{info.resource}.{info.group or 'core'}")
-            self._informers[key] = informer
+                indexers=indexers, use_watch_list=self.use_watch_list, clock=self._clock, name=name)
+            informers[key] = informer
         elif indexers:
             known = informer.indexer.get_indexers()
             extra = {k: v for k, v in indexers.items() if k not in known}
@@ -88,21 +93,8 @@ class SharedInformerFactory:
                                     resync_period: float | None = None) -> SharedIndexInformer:
         """The shared metadata-only informer of `resource`, created on first use (module docstring)."""
         info = (await self.rest.resource(api_version, resource)).info
-        key = self._key(info)
-        informer = self._metadata_informers.get(key)  # no await from here on: creation is atomic
-        if informer is None:
-            informer = SharedIndexInformer(
-                MetadataResourceClient(self.rest, info), namespace=key[3], selectors=self.selectors,
-                resync_period=self.resync_period if resync_period is None else resync_period,
-                indexers=indexers, use_watch_list=self.use_watch_list, clock=self._clock,
-                name=f"{info.resource}.{info.group or 'core'} (metadata)")
-            self._metadata_informers[key] = informer
-        elif indexers:
-            known = informer.indexer.get_indexers()
-            extra = {k: v for k, v in indexers.items() if k not in known}
-            if extra:
-                informer.indexer.add_indexers(extra)
-        return informer
+        return self._shared(self._metadata_informers, MetadataResourceClient(self.rest, info), indexers=indexers,
+                            resync_period=resync_period, name=f"{info.resource}.{info.group or 'core'} (metadata)")
 
     async def remove_metadata_informer(self, info: ResourceInfo) -> None:
         """Stop and forget the metadata-only informer of `info`'s resource (if any)."""

@@ -31,7 +31,7 @@ import aiohttp
 import msgspec
 
 from kubecore.client.discovery import ResourceInfo
-from kubecore.client.resource import DEFAULT_PAGE_SIZE, ListPage, ResourceClient, Selectors
+from kubecore.client.resource import DEFAULT_PAGE_SIZE, ListPage, ResourceClient, Selectors, watch_params
 from kubecore.client.rest import RestClient
 from kubecore.client.watch import ADDED, DELETED, MODIFIED, WatchEvent, WatchStream
 
@@ -124,11 +124,9 @@ class MetadataResourceClient(ResourceClient):
                     send_initial_events: bool | None = None, resource_version_match: str | None = None,
                     timeout_seconds: int | None = None) -> WatchStream:
         """Open a watch whose objects are PartialObjectMetadata."""
-        params: dict[str, str | int | bool | None] = {
-            "watch": True, "labelSelector": selectors.label_selector, "fieldSelector": selectors.field_selector,
-            "resourceVersion": resource_version, "allowWatchBookmarks": True if allow_bookmarks else None,
-            "sendInitialEvents": send_initial_events, "resourceVersionMatch": resource_version_match,
-            "timeoutSeconds": timeout_seconds}
+        params = watch_params(selectors=selectors, resource_version=resource_version, allow_bookmarks=allow_bookmarks,
+                              send_initial_events=send_initial_events,
+                              resource_version_match=resource_version_match, timeout_seconds=timeout_seconds)
         resp = await self.rest.stream("GET", self._path(namespace=namespace), params=params,
                                       headers={"Accept": WATCH_ACCEPT})
         return MetadataWatchStream(resp, trim_managed_fields=self.trim_managed_fields)

@@ -265,10 +265,18 @@ class ResourceClient:
                     send_initial_events: bool | None = None, resource_version_match: str | None = None,
                     timeout_seconds: int | None = None) -> WatchStream:
         """Open a watch; use it as `async with await rc.watch(...) as stream: async for ev in stream`."""
-        params: dict[str, str | int | bool | None] = {
-            "watch": True, "labelSelector": selectors.label_selector, "fieldSelector": selectors.field_selector,
+        params = watch_params(selectors=selectors, resource_version=resource_version, allow_bookmarks=allow_bookmarks,
+                              send_initial_events=send_initial_events,
+                              resource_version_match=resource_version_match, timeout_seconds=timeout_seconds)
+        resp = await self.rest.stream("GET", self._path(namespace=namespace), params=params)
+        return WatchStream(resp)
+
+
+def watch_params(*, selectors: Selectors, resource_version: str | None, allow_bookmarks: bool,
+                 send_initial_events: bool | None, resource_version_match: str | None,
+                 timeout_seconds: int | None) -> dict[str, str | int | bool | None]:
+    """The query of a WATCH request (None values are left out when sent)."""
+    return {"watch": True, "labelSelector": selectors.label_selector, "fieldSelector": selectors.field_selector,
             "resourceVersion": resource_version, "allowWatchBookmarks": True if allow_bookmarks else None,
             "sendInitialEvents": send_initial_events, "resourceVersionMatch": resource_version_match,
             "timeoutSeconds": timeout_seconds}
-        resp = await self.rest.stream("GET", self._path(namespace=namespace), params=params)
-        return WatchStream(resp)

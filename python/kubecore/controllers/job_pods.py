@@ -33,6 +33,7 @@ from kubecore.controllers.controller_utils import (
     NAMESPACE_TERMINATING_CAUSE, has_status_cause, meta, object_key, parse_time, pod_phase,
 )
 from kubecore.controllers.podcontrol import NORMAL, WARNING, NoLabels, PodControl, RealPodControl, pod_from_template
+from kubecore.controllers.podview import ConditionView, MetaView, SpecView
 
 log = logging.getLogger(__name__)
 
@@ -43,37 +44,11 @@ REMOVE_FINALIZER_PATCH: Obj = {"metadata": {"$deleteFromPrimitiveList/finalizers
 
 
 # -- the view ------------------------------------------------------------------------------------
-class _OwnerRef(msgspec.Struct, omit_defaults=True):
-    apiVersion: str = ""
-    kind: str = ""
-    name: str = ""
-    uid: str = ""
-    controller: bool | None = None
-    blockOwnerDeletion: bool | None = None
+class _Meta(MetaView, omit_defaults=True):
+    """A pod view's metadata plus what the Job controller also reads."""
 
-
-class _Meta(msgspec.Struct, omit_defaults=True):
-    name: str = ""
-    namespace: str | None = None
-    uid: str | None = None
-    resourceVersion: str | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-    ownerReferences: list[_OwnerRef] | None = None
     finalizers: list[str] | None = None
-    creationTimestamp: str | None = None
-    deletionTimestamp: str | None = None
     deletionGracePeriodSeconds: int | None = None
-
-
-class _Spec(msgspec.Struct, omit_defaults=True):
-    nodeName: str | None = None
-
-
-class _Condition(msgspec.Struct, omit_defaults=True):
-    type: str = ""
-    status: str = ""
-    lastTransitionTime: str | None = None
 
 
 class _Terminated(msgspec.Struct, omit_defaults=True):
@@ -93,14 +68,14 @@ class _ContainerStatus(msgspec.Struct, omit_defaults=True):
 
 class _Status(msgspec.Struct, omit_defaults=True):
     phase: str | None = None
-    conditions: list[_Condition] | None = None
+    conditions: list[ConditionView] | None = None
     containerStatuses: list[_ContainerStatus] | None = None
     initContainerStatuses: list[_ContainerStatus] | None = None
 
 
 class _Pod(msgspec.Struct, omit_defaults=True):
     metadata: _Meta = msgspec.field(default_factory=_Meta)
-    spec: _Spec = msgspec.field(default_factory=_Spec)
+    spec: SpecView = msgspec.field(default_factory=SpecView)
     status: _Status = msgspec.field(default_factory=_Status)
 
 

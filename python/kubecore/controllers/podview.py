@@ -39,7 +39,7 @@ from kubecore.controllers.controller_utils import OWNER_INDEX, namespace_owner_i
 Obj = dict[str, Any]
 
 
-class _OwnerRef(msgspec.Struct, omit_defaults=True):
+class OwnerRefView(msgspec.Struct, omit_defaults=True):
     apiVersion: str = ""
     kind: str = ""
     name: str = ""
@@ -48,23 +48,23 @@ class _OwnerRef(msgspec.Struct, omit_defaults=True):
     blockOwnerDeletion: bool | None = None
 
 
-class _Meta(msgspec.Struct, omit_defaults=True):
+class MetaView(msgspec.Struct, omit_defaults=True):
     name: str = ""
     namespace: str | None = None
     uid: str | None = None
     resourceVersion: str | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
-    ownerReferences: list[_OwnerRef] | None = None
+    ownerReferences: list[OwnerRefView] | None = None
     creationTimestamp: str | None = None
     deletionTimestamp: str | None = None
 
 
-class _Spec(msgspec.Struct, omit_defaults=True):
+class SpecView(msgspec.Struct, omit_defaults=True):
     nodeName: str | None = None
 
 
-class _Condition(msgspec.Struct, omit_defaults=True):
+class ConditionView(msgspec.Struct, omit_defaults=True):
     type: str = ""
     status: str = ""
     lastTransitionTime: str | None = None
@@ -76,13 +76,13 @@ class _ContainerStatus(msgspec.Struct, omit_defaults=True):
 
 class _Status(msgspec.Struct, omit_defaults=True):
     phase: str | None = None
-    conditions: list[_Condition] | None = None
+    conditions: list[ConditionView] | None = None
     containerStatuses: list[_ContainerStatus] | None = None
 
 
 class _Pod(msgspec.Struct, omit_defaults=True):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-    spec: _Spec = msgspec.field(default_factory=_Spec)
+    metadata: MetaView = msgspec.field(default_factory=MetaView)
+    spec: SpecView = msgspec.field(default_factory=SpecView)
     status: _Status = msgspec.field(default_factory=_Status)
 
 
