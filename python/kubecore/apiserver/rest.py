@@ -27,6 +27,7 @@ from kubecore.apiserver.binding import bind
 from kubecore.apiserver.allocators import Allocators, PortChange, reconcile_update
 from kubecore.apiserver import crstore, customresource, deletion, eviction, listoptions, namespaces, scale, table, watch
 from kubecore.apiserver.admission import Admission
+from kubecore.apiserver.httpserver import LeanRequest
 from kubecore.apiserver.requestinfo import RequestInfo
 from kubecore.apiserver.storage import MATCH_ALL, ObjectStore, parse_rv
 
@@ -68,6 +69,7 @@ def respond_raw(body: bytes, status: int = 200) -> web.Response:
 
 
 STREAM_CHUNK = 1 << 22  # bodies above this go out in chunks of this size
+_JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 async def send_body(request: web.Request, body: bytes) -> web.StreamResponse:
@@ -75,6 +77,10 @@ async def send_body(request: web.Request, body: bytes) -> web.StreamResponse:
     headers leave at once and no copy of the whole body is made on the way to the socket."""
     if len(body) <= STREAM_CHUNK:
         return web.Response(body=body, content_type="application/json")
+    if isinstance(request, LeanRequest):
+        view = memoryview(body)
+        return await request.send(200, _JSON_HEADERS, (bytes(view[at:at + STREAM_CHUNK])
+                                                        for at in range(0, len(body), STREAM_CHUNK)), len(body))
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})
     resp.content_length = len(body)
     await resp.prepare(request)
@@ -90,6 +96,8 @@ async def send_chunks(request: web.Request, body: NativeListBody) -> web.StreamR
     chunk as the cache assembles it (the headers leave at once, the whole body is never held)."""
     if len(body) <= STREAM_CHUNK:
         return web.Response(body=body.next_chunk(len(body)) or b"", content_type="application/json")
+    if isinstance(request, LeanRequest):
+        return await request.send(200, _JSON_HEADERS, iter(lambda: body.next_chunk(STREAM_CHUNK), None), len(body))
     resp = web.StreamResponse(headers={"Content-Type": "application/json"})
     resp.content_length = len(body)
     await resp.prepare(request)

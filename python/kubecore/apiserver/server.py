@@ -21,6 +21,7 @@ from kubecore.api.errors import StatusError
 from kubecore.apiserver.admission import ensure_system_namespaces
 from kubecore.apiserver.app import ALLOCATORS, DIRECT, FAST_READS, OBJECTS, REGISTRY, build_app
 from kubecore.apiserver.fastpath import FastAppRunner
+from kubecore.apiserver.httpserver import LeanServer
 from kubecore.apiserver.table import now_rfc3339
 from kubecore.store import Store
 
@@ -109,8 +110,9 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
         runner = FastAppRunner(app, fast=app[FAST_READS], direct=app[DIRECT], access_log=None, handle_signals=False,
                                handler_cancellation=True)
         await runner.setup()
-        site = web.TCPSite(runner, listen.host, listen.port, reuse_address=True, backlog=LISTEN_BACKLOG)
-        await site.start()
+        assert runner.server is not None
+        site = LeanServer(handler=app[DIRECT], fallback=runner.server, fast=app[FAST_READS])
+        await site.start(listen.host, listen.port, backlog=LISTEN_BACKLOG)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -122,6 +124,7 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
             await stop.wait()
         finally:
             print("kubecore: shutting down", file=sys.stderr, flush=True)
+            await site.close()
             await runner.cleanup()
 
 
