@@ -68,14 +68,15 @@ class ControllerManager:
     of its caches to a file: `cache_report()`)."""
 
     def __init__(self, server: Server, *, controllers: str = "deployment,replicaset",
-                 tag: str = "controller-manager") -> None:
+                 tag: str = "controller-manager", extra: tuple[str, ...] = ()) -> None:
         kubeconfig = server.dir / "data" / "kubeconfig"
         self.controllers = controllers
         self.report_path = server.dir / f"{tag}.report.json"
         self.errlog = open(server.dir / f"{tag}.stderr", "w+b")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-c", "from bench.controller_deployment import controller_manager_main as m; m()",
                "controller-manager", "--kubeconfig", str(kubeconfig), "--controllers", controllers,
-               "--no-leader-elect"]
+               "--no-leader-elect", *extra]
+        self.extra = list(extra)
         env = {**os.environ, REPORT_ENV: str(self.report_path)}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.errlog, cwd=ROOT, env=env)
 
@@ -395,7 +396,7 @@ async def phase_memory(rest: RestClient, server: Server, cm: ControllerManager, 
     if cm.controllers != "*":
         cm.stop()
         log("phase memory: a controller manager with every controller, listing them all")
-        fresh = ControllerManager(server, controllers="*", tag="controller-manager-all")
+        fresh = ControllerManager(server, controllers="*", tag="controller-manager-all", extra=cm.extra)
         try:
             await fresh.wait_for_pods(total, timeout=timeout)
             await settle(fresh)
@@ -411,11 +412,12 @@ async def phase_memory(rest: RestClient, server: Server, cm: ControllerManager, 
 
 async def run(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     rest = RestClient(ClientConfig(server=server.url, qps=0))
-    cm = ControllerManager(server, controllers="*" if args.all_controllers else "deployment,replicaset")
+    cm = ControllerManager(server, controllers="*" if args.all_controllers else "deployment,replicaset",
+                           extra=_worker_flags(args.workers))
     try:
         await create_namespace(rest, FILL_NS)
         result: dict[str, Any] = {"benchmark": "controller_deployment", "target_pods_per_s": 1000,
-                                  "controllers": cm.controllers}
+                                  "controllers": cm.controllers, "controller_manager_flags": cm.extra}
         log(f"phase scale: one Deployment 0 -> {args.replicas}")
         result["scale"] = await phase_scale(rest, server, cm, replicas=args.replicas, timeout=args.timeout)
         log(f"phase many: {args.deployments} Deployments x {args.per_deployment}")
@@ -437,6 +439,12 @@ async def run(server: Server, args: argparse.Namespace) -> dict[str, Any]:
         await rest.close()
 
 
+def _worker_flags(workers: int) -> tuple[str, ...]:
+    if workers <= 0:
+        return ()
+    return ("--concurrent-deployment-syncs", str(workers), "--concurrent-replicaset-syncs", str(workers))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicas", type=int, default=10000)
@@ -446,6 +454,8 @@ def main() -> None:
                     "read the controller manager's memory (150000 for the issue's figure)")
     ap.add_argument("--all-controllers", action="store_true", help="run every default controller "
                     "(--controllers '*', as `kubecore up` does) in all phases, not only deployment,replicaset")
+    ap.add_argument("--workers", type=int, default=0, help="--concurrent-deployment-syncs and "
+                    "--concurrent-replicaset-syncs for the controller manager (default: upstream's 5)")
     ap.add_argument("--timeout", type=float, default=900.0)
     args = ap.parse_args()
     try:

@@ -3,8 +3,9 @@
 Flags follow kube-controller-manager's names: --kubeconfig, --controllers (comma list; "*" =
 defaults, "-name" turns one off), --leader-elect / --no-leader-elect, --leader-elect-lease-duration,
 --leader-elect-renew-deadline, --leader-elect-retry-period (Go durations such as "15s", "500ms",
-or plain seconds), --leader-elect-resource-namespace/-name, --concurrent-gc-syncs,
---concurrent-namespace-syncs, --kube-api-qps, --kube-api-burst, and the node lifecycle
+or plain seconds), --leader-elect-resource-namespace/-name, the --concurrent-<controller>-syncs
+worker counts (gc, namespace, deployment, replicaset, rc, statefulset, daemonset, job, cron-job,
+ttl-after-finished, endpoint, service-endpoint, resource-quota), --kube-api-qps, --kube-api-burst, and the node lifecycle
 controller's --node-monitor-period, --node-monitor-grace-period, --node-startup-grace-period,
 --node-eviction-rate, --secondary-node-eviction-rate, --large-cluster-size-threshold,
 --unhealthy-zone-threshold. SIGINT/SIGTERM stop it cleanly
@@ -26,6 +27,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+# kube-controller-manager's --concurrent-<x>-syncs flags and the controllers they size; the
+# defaults are each controller's own (upstream's: gc 20, namespace 10, daemonset 2, the rest 5).
+CONCURRENCY_FLAGS = {
+    "gc": "garbagecollector", "namespace": "namespace", "deployment": "deployment", "replicaset": "replicaset",
+    "rc": "replicationcontroller", "statefulset": "statefulset", "daemonset": "daemonset", "job": "job",
+    "cron-job": "cronjob", "ttl-after-finished": "ttl-after-finished", "endpoint": "endpoint",
+    "service-endpoint": "endpointslice", "resource-quota": "resourcequota",
+}
 DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -48,6 +57,16 @@ def parse_duration(text: str) -> float:
     return total
 
 
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number of workers, got {text!r}")
+    return n
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("controller-manager", help="run the built-in controllers (garbage collector, namespace, ...)")
     p.add_argument("--kubeconfig", type=Path, default=None, help="kubeconfig of the API server (default: $KUBECONFIG)")
@@ -59,8 +78,9 @@ def register(sub: Any) -> None:
     p.add_argument("--leader-elect-retry-period", type=parse_duration, default=2.0, metavar="DURATION")
     p.add_argument("--leader-elect-resource-namespace", default="kube-system")
     p.add_argument("--leader-elect-resource-name", default="kube-controller-manager")
-    p.add_argument("--concurrent-gc-syncs", type=int, default=20)
-    p.add_argument("--concurrent-namespace-syncs", type=int, default=10)
+    for flag, controller in CONCURRENCY_FLAGS.items():
+        p.add_argument(f"--concurrent-{flag}-syncs", type=_workers, default=None, metavar="N",
+                       help=f"workers of the {controller} controller (default: upstream's)")
     p.add_argument("--kube-api-qps", type=float, default=1000.0, help="client requests per second (<= 0: no limit)")
     p.add_argument("--kube-api-burst", type=int, default=2000)
     _add_node_lifecycle_flags(p)
@@ -91,7 +111,8 @@ def _run(args: argparse.Namespace) -> int:
         lease_duration=args.leader_elect_lease_duration, renew_deadline=args.leader_elect_renew_deadline,
         retry_period=args.leader_elect_retry_period, lease_namespace=args.leader_elect_resource_namespace,
         lease_name=args.leader_elect_resource_name,
-        workers={"garbagecollector": args.concurrent_gc_syncs, "namespace": args.concurrent_namespace_syncs})
+        workers={controller: n for flag, controller in CONCURRENCY_FLAGS.items()
+                 if (n := getattr(args, f"concurrent_{flag.replace('-', '_')}_syncs")) is not None})
     options.controller_options.update(_node_lifecycle_options(args))
     try:
         manager = ControllerManager(config, options=options)
