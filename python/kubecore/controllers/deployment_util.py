@@ -298,8 +298,24 @@ def normalized_template(template: Obj, *, drop_hash: bool = True) -> Obj:
     return out
 
 
+def _without_hash_label(template: Obj) -> Obj:
+    """A shallow view of `template` without the pod-template-hash label (nothing else changed)."""
+    m = template.get("metadata")
+    if not isinstance(m, dict):
+        return template
+    labels = m.get("labels")
+    if not isinstance(labels, dict) or DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY not in labels:
+        return template
+    rest = {k: v for k, v in labels.items() if k != DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY}
+    return {**template, "metadata": {**m, "labels": rest}}
+
+
 def equal_ignore_hash(t1: Obj, t2: Obj) -> bool:
-    """Two pod templates are the same apart from their pod-template-hash labels."""
+    """Two pod templates are the same apart from their pod-template-hash labels. Equal as they
+    are (the usual case: a ReplicaSet made from the Deployment's template) is decided by one
+    comparison; only templates that differ are normalized (empty fields dropped) and compared again."""
+    if _without_hash_label(t1) == _without_hash_label(t2):
+        return True
     return bool(normalized_template(t1) == normalized_template(t2))
 
 
