@@ -45,6 +45,7 @@ Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 Fallback = Callable[[], web_protocol.RequestHandler]
 MAX_BODY = 4 * 1024 * 1024  # larger bodies go to aiohttp, whose client_max_size answers 413
 MAX_HEAD = 64 * 1024  # request line + headers; beyond this aiohttp answers (431 / 400)
+IDLE_TIMEOUT = 90.0  # a keep-alive connection with no request for this long is closed (Go's IdleTimeout in kube-apiserver)
 _EMPTY_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 _HANDED = (b"transfer-encoding", b"upgrade", b"expect")
 
@@ -130,6 +131,7 @@ class LeanProtocol(asyncio.Protocol):
         self._reading_paused = False
         self._drain: asyncio.Future[None] | None = None
         self._loop = asyncio.get_running_loop()
+        self.last_active = self._loop.time()
 
     # -- asyncio.Protocol ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -150,6 +152,7 @@ class LeanProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buf = self.buf + data if self.buf else data
+        self.last_active = self._loop.time()
         if not self.busy:
             self._consume()
         elif len(self.buf) > MAX_BODY + MAX_HEAD and self.transport is not None and not self._reading_paused:
@@ -207,6 +210,7 @@ class LeanProtocol(asyncio.Protocol):
                 self.transport.write(_serialize(resp, head=request.method == "HEAD"))
         finally:
             self.busy = False
+            self.last_active = self._loop.time()
             if self._reading_paused and self.transport is not None:
                 self._reading_paused = False
                 self.transport.resume_reading()
@@ -335,6 +339,7 @@ class LeanServer:
         self.handler, self.fallback, self.fast = handler, fallback, fast
         self.connections: set[LeanProtocol] = set()
         self._server: asyncio.AbstractServer | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
     def _protocol(self) -> LeanProtocol:
         return LeanProtocol(handler=self.handler, fallback=self.fallback, fast=self.fast, connections=self.connections)
@@ -342,6 +347,18 @@ class LeanServer:
     async def start(self, host: str, port: int, *, backlog: int) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(self._protocol, host, port, reuse_address=True, backlog=backlog)
+        self._sweeper = loop.create_task(self._close_idle())
+
+    async def _close_idle(self) -> None:
+        """Closes keep-alive connections that sent nothing for IDLE_TIMEOUT seconds (checked every
+        tenth of it): clients that vanished without closing do not hold sockets forever."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(IDLE_TIMEOUT / 10)
+            cutoff = loop.time() - IDLE_TIMEOUT
+            for conn in list(self.connections):
+                if not conn.busy and conn.last_active < cutoff and conn.transport is not None:
+                    conn.transport.close()
 
     @property
     def port(self) -> int:
@@ -351,6 +368,8 @@ class LeanServer:
         return port
 
     async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):

@@ -17,6 +17,7 @@ from kubecore.apiserver.admission import ensure_system_namespaces
 from kubecore.apiserver.app import DIRECT, FAST_READS, OBJECTS, REGISTRY, build_app
 from kubecore.apiserver.table import now_rfc3339
 from kubecore.apiserver.fastpath import FastAppRunner
+from kubecore.apiserver import httpserver
 from kubecore.apiserver.httpserver import MAX_BODY, LeanServer
 from kubecore.store import Store
 
@@ -197,3 +198,29 @@ async def test_a_large_list_is_written_in_chunks_with_flow_control(server: tuple
         assert [p["metadata"]["name"] for p in items] == [f"p{i:02d}" for i in range(30)]
     assert (await c.response())[2] == b"ok"
     c.close()
+
+
+async def test_an_idle_connection_is_closed_and_a_busy_one_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(httpserver, "IDLE_TIMEOUT", 0.5)
+    store = Store.open(tmp_path / "s", fsync=False)
+    app = build_app(store)
+    runner = FastAppRunner(app, fast=app[FAST_READS], direct=app[DIRECT], access_log=None, handle_signals=False)
+    await runner.setup()
+    assert runner.server is not None
+    lean = LeanServer(handler=app[DIRECT], fallback=runner.server, fast=app[FAST_READS])
+    await lean.start("127.0.0.1", 0, backlog=16)
+    try:
+        idle, active = await connect(lean.port), await connect(lean.port)
+        for _ in range(8):  # 1.6 s of a request every 0.2 s on one, nothing on the other
+            await active.send(get("/healthz"))
+            assert (await active.response())[2] == b"ok"
+            await asyncio.sleep(0.2)
+        assert await idle.closed()
+        await active.send(get("/healthz"))
+        assert (await active.response())[2] == b"ok"
+        idle.close()
+        active.close()
+    finally:
+        await lean.close()
+        await runner.cleanup()
+        store.close()
