@@ -38,6 +38,11 @@ __all__ = [
     "prefix_end",
     "FieldPathError",
     "FieldFacts",
+    "NATIVE_FILTER_PLUGINS",
+    "NATIVE_SCORE_PLUGINS",
+    "NativeSchedProfile",
+    "NativeSchedSnapshot",
+    "NativeScheduleResult",
 ]
 
 _CompareOp: TypeAlias = Literal["=", "!=", "<", ">"]
@@ -444,3 +449,106 @@ class FieldFacts:
         self, lhs: bytes | None, rhs: bytes | None, skip: Sequence[str]
     ) -> tuple[set[_Path], set[_Path], set[_Path]]:
         """typed.Compare from `lhs` to `rhs` (JSON; None: absent): (added, modified, removed)."""
+
+# ---- scheduler kernels (rust/py/src/sched.rs over rust/sched) -------------------------------------
+
+NATIVE_FILTER_PLUGINS: tuple[str, ...]
+"""Filter plugins the kernels run, in upstream's default order: NodeUnschedulable, NodeName,
+TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity."""
+NATIVE_SCORE_PLUGINS: tuple[str, ...]
+"""Score plugins the kernels run: TaintToleration, NodeAffinity, PodTopologySpread,
+InterPodAffinity, NodeResourcesFit, NodeResourcesBalancedAllocation, ImageLocality."""
+
+@final
+class NativeSchedProfile:
+    """One scheduler profile's native plugin set, built once from the KubeSchedulerConfiguration.
+    `fit_resources` / `balanced_resources` default to cpu and memory with weight 1; `rtc_shape` is
+    (utilization 0-100, score 0-10) points; `percentage_of_nodes_to_score` 0 is upstream's adaptive
+    rule. Raises ValueError for an unknown plugin, strategy or an invalid argument."""
+
+    def __new__(
+        cls,
+        *,
+        filters: Sequence[str],
+        scores: Sequence[tuple[str, int]],
+        fit_strategy: str = "LeastAllocated",
+        fit_resources: Sequence[tuple[str, int]] | None = None,
+        rtc_shape: Sequence[tuple[int, int]] | None = None,
+        ignored_resources: Sequence[str] | None = None,
+        ignored_resource_groups: Sequence[str] | None = None,
+        balanced_resources: Sequence[tuple[str, int]] | None = None,
+        percentage_of_nodes_to_score: int = 0,
+    ) -> NativeSchedProfile: ...
+
+@final
+class NativeScheduleResult:
+    """One scheduling cycle's native outcome."""
+
+    @property
+    def node(self) -> str | None:
+        """The selected node (None when nothing is feasible or select=False)."""
+
+    @property
+    def feasible(self) -> list[str]:
+        """Feasible nodes found (at most numFeasibleNodesToFind), in evaluation order."""
+
+    @property
+    def scores(self) -> list[int]:
+        """Weighted total native score per feasible node (same order); [] with at most one."""
+
+    @property
+    def evaluated(self) -> int:
+        """Nodes whose filters ran."""
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        """Upstream reason string -> number of nodes that failed with it."""
+
+    @property
+    def unresolvable(self) -> int:
+        """Nodes that failed with UnschedulableAndUnresolvable (preemption cannot help)."""
+
+@final
+class NativeSchedSnapshot:
+    """Nodes as columns + the pods counted on them (bound or assumed). Every call releases the GIL.
+    `seed` makes the choice among equal top scores reproducible (None: random). Pod JSON may carry
+    `resolvedNamespaces: [...]` in a pod affinity term: the namespaces its namespaceSelector
+    selects (the kernels see no Namespace objects; `{}` selects all without it)."""
+
+    def __new__(cls, *, seed: int | None = None) -> NativeSchedSnapshot: ...
+    def set_node(self, node_json: bytes) -> None:
+        """Insert or replace a node (by metadata.name). ValueError for bad JSON or quantities."""
+
+    def remove_node(self, name: str) -> bool:
+        """Remove a node; its pods stay counted and return with a node of the same name."""
+
+    def add_pod(self, key: str, pod_json: bytes, node: str) -> None:
+        """Count a pod ("ns/name") on `node` (replacing the same key); a node not yet known
+        counts it when it arrives."""
+
+    def remove_pod(self, key: str) -> bool: ...
+    def node_count(self) -> int: ...
+    def pod_count(self) -> int: ...
+    def node_names(self) -> list[str]:
+        """Node names in the order a cycle visits them (zones interleaved)."""
+
+    def schedule(self, profile: NativeSchedProfile, pod_json: bytes, *, select: bool = True) -> NativeScheduleResult:
+        """One cycle's Filter + Score over the nodes (rayon, GIL released); select=False skips
+        host selection."""
+
+    def schedule_batch(
+        self, profile: NativeSchedProfile, pods: Sequence[tuple[str, bytes]]
+    ) -> list[NativeScheduleResult]:
+        """Pods in order; each placed pod is counted on its node before the next. All pods are
+        parsed first: a bad one raises ValueError before anything is counted."""
+
+    def filter_node(
+        self, profile: NativeSchedProfile, pod_json: bytes, node: str, *, without: Sequence[str] | None = None
+    ) -> list[str]:
+        """Reasons the pod does not fit `node` with the pods `without` (keys) removed; [] fits.
+        KeyError for an unknown node."""
+
+    def requested(self, node: str) -> dict[str, int]:
+        """cpu (millicores), memory/ephemeral-storage (bytes), pods (count), scalar resources."""
+
+    def allocatable(self, node: str) -> dict[str, int]: ...

@@ -8,6 +8,7 @@ mod completions;
 mod errors;
 mod fieldpath;
 mod requests;
+mod sched;
 mod store;
 mod types;
 mod watch;
@@ -23,6 +24,7 @@ fn prefix_end<'py>(py: Python<'py>, prefix: &Bound<'py, PyBytes>) -> Bound<'py, 
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     fieldpath::register(m)?;
+    sched::register(m)?;
     m.add_class::<store::NativeStore>()?;
     m.add_class::<watch::NativeWatch>()?;
     m.add_class::<watchcache::NativeWatchCache>()?;

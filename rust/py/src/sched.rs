@@ -1,0 +1,237 @@
+//! The scheduler's native kernels (kubecore-sched) for Python: `NativeSchedProfile` (one
+//! profile's native plugins), `NativeSchedSnapshot` (node columns + counted pods; every call
+//! releases the GIL and takes the snapshot's lock without it) and `NativeScheduleResult`.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use kubecore_sched::{Error, Profile, ProfileConfig, ScheduleResult, Snapshot, FILTER_PLUGINS, SCORE_PLUGINS};
+
+fn to_py(e: Error) -> PyErr {
+    match e {
+        Error::UnknownNode(name) => PyKeyError::new_err(name),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+#[pyclass(frozen, module = "kubecore._native")]
+pub struct NativeSchedProfile {
+    inner: Profile,
+}
+
+#[pymethods]
+impl NativeSchedProfile {
+    #[new]
+    #[pyo3(signature = (*, filters, scores, fit_strategy="LeastAllocated", fit_resources=None, rtc_shape=None,
+                        ignored_resources=None, ignored_resource_groups=None, balanced_resources=None,
+                        percentage_of_nodes_to_score=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        filters: Vec<String>,
+        scores: Vec<(String, i64)>,
+        fit_strategy: &str,
+        fit_resources: Option<Vec<(String, i64)>>,
+        rtc_shape: Option<Vec<(i64, i64)>>,
+        ignored_resources: Option<Vec<String>>,
+        ignored_resource_groups: Option<Vec<String>>,
+        balanced_resources: Option<Vec<(String, i64)>>,
+        percentage_of_nodes_to_score: i64,
+    ) -> PyResult<Self> {
+        let d = ProfileConfig::default();
+        let cfg = ProfileConfig {
+            filters,
+            scores,
+            fit_strategy: fit_strategy.to_string(),
+            fit_resources: fit_resources.unwrap_or(d.fit_resources),
+            rtc_shape: rtc_shape.unwrap_or_default(),
+            ignored_resources: ignored_resources.unwrap_or_default(),
+            ignored_resource_groups: ignored_resource_groups.unwrap_or_default(),
+            balanced_resources: balanced_resources.unwrap_or(d.balanced_resources),
+            percentage_of_nodes_to_score,
+        };
+        Ok(NativeSchedProfile { inner: Profile::new(cfg).map_err(to_py)? })
+    }
+}
+
+#[pyclass(frozen, module = "kubecore._native")]
+pub struct NativeScheduleResult(ScheduleResult);
+
+#[pymethods]
+impl NativeScheduleResult {
+    #[getter]
+    fn node(&self) -> Option<&str> {
+        self.0.node_name()
+    }
+    #[getter]
+    fn feasible<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.0.feasible_names())
+    }
+    #[getter]
+    fn scores(&self) -> Vec<i64> {
+        self.0.scores.clone()
+    }
+    #[getter]
+    fn evaluated(&self) -> usize {
+        self.0.evaluated
+    }
+    #[getter]
+    fn reasons<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (reason, n) in &self.0.reasons {
+            d.set_item(reason, n)?;
+        }
+        Ok(d)
+    }
+    #[getter]
+    fn unresolvable(&self) -> usize {
+        self.0.unresolvable
+    }
+    fn __repr__(&self) -> String {
+        let r = &self.0;
+        let node = r.node_name().map_or_else(|| "None".to_string(), |n| format!("'{n}'"));
+        format!(
+            "NativeScheduleResult(node={node}, feasible={}, evaluated={}, reasons={:?}, unresolvable={})",
+            r.feasible.len(),
+            r.evaluated,
+            r.reasons,
+            r.unresolvable
+        )
+    }
+}
+
+#[pyclass(frozen, module = "kubecore._native")]
+pub struct NativeSchedSnapshot {
+    inner: Mutex<Snapshot>,
+}
+
+impl NativeSchedSnapshot {
+    /// Runs `f` on the snapshot without the GIL (the lock is taken after releasing it, so a
+    /// thread waiting for the lock never blocks Python).
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Snapshot) -> T + Send) -> T {
+        py.detach(|| f(&mut lock(&self.inner)))
+    }
+}
+
+fn lock(m: &Mutex<Snapshot>) -> MutexGuard<'_, Snapshot> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn results(py: Python<'_>, rs: Vec<ScheduleResult>) -> PyResult<Vec<Py<NativeScheduleResult>>> {
+    rs.into_iter().map(|r| Py::new(py, NativeScheduleResult(r))).collect()
+}
+
+fn pairs_dict<'py>(py: Python<'py>, pairs: Vec<(String, i64)>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in pairs {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+#[pymethods]
+impl NativeSchedSnapshot {
+    /// `seed` makes host selection among equal scores reproducible (None: a random seed).
+    #[new]
+    #[pyo3(signature = (*, seed=None))]
+    fn new(seed: Option<u64>) -> Self {
+        let seed = seed.unwrap_or_else(|| RandomState::new().build_hasher().finish());
+        NativeSchedSnapshot { inner: Mutex::new(Snapshot::new(seed)) }
+    }
+
+    fn set_node(&self, py: Python<'_>, node_json: &Bound<'_, PyBytes>) -> PyResult<()> {
+        let raw = node_json.as_bytes();
+        self.with(py, |s| s.set_node_json(raw)).map_err(to_py)
+    }
+
+    fn remove_node(&self, py: Python<'_>, name: &str) -> bool {
+        self.with(py, |s| s.remove_node(name))
+    }
+
+    fn add_pod(&self, py: Python<'_>, key: &str, pod_json: &Bound<'_, PyBytes>, node: &str) -> PyResult<()> {
+        let raw = pod_json.as_bytes();
+        self.with(py, |s| s.add_pod_json(key, raw, node)).map_err(to_py)
+    }
+
+    fn remove_pod(&self, py: Python<'_>, key: &str) -> bool {
+        self.with(py, |s| s.remove_pod(key))
+    }
+
+    fn node_count(&self, py: Python<'_>) -> usize {
+        self.with(py, |s| s.node_count())
+    }
+
+    fn pod_count(&self, py: Python<'_>) -> usize {
+        self.with(py, |s| s.pod_count())
+    }
+
+    fn node_names(&self, py: Python<'_>) -> Vec<String> {
+        self.with(py, |s| s.node_names())
+    }
+
+    #[pyo3(signature = (profile, pod_json, *, select=true))]
+    fn schedule(
+        &self,
+        py: Python<'_>,
+        profile: &NativeSchedProfile,
+        pod_json: &Bound<'_, PyBytes>,
+        select: bool,
+    ) -> PyResult<NativeScheduleResult> {
+        let raw = pod_json.as_bytes();
+        let p = &profile.inner;
+        let r = self.with(py, |s| s.schedule(p, raw, select)).map_err(to_py)?;
+        Ok(NativeScheduleResult(r))
+    }
+
+    fn schedule_batch(
+        &self,
+        py: Python<'_>,
+        profile: &NativeSchedProfile,
+        pods: Vec<(String, Bound<'_, PyBytes>)>,
+    ) -> PyResult<Vec<Py<NativeScheduleResult>>> {
+        let items: Vec<(&str, &[u8])> = pods.iter().map(|(k, b)| (k.as_str(), b.as_bytes())).collect();
+        let p = &profile.inner;
+        let rs = self.with(py, |s| s.schedule_batch(p, &items)).map_err(to_py)?;
+        results(py, rs)
+    }
+
+    #[pyo3(signature = (profile, pod_json, node, *, without=None))]
+    fn filter_node(
+        &self,
+        py: Python<'_>,
+        profile: &NativeSchedProfile,
+        pod_json: &Bound<'_, PyBytes>,
+        node: &str,
+        without: Option<Vec<String>>,
+    ) -> PyResult<Vec<String>> {
+        let raw = pod_json.as_bytes();
+        let without = without.unwrap_or_default();
+        let keys: Vec<&str> = without.iter().map(String::as_str).collect();
+        let p = &profile.inner;
+        self.with(py, |s| s.filter_node(p, raw, node, &keys)).map_err(to_py)
+    }
+
+    fn requested<'py>(&self, py: Python<'py>, node: &str) -> PyResult<Bound<'py, PyDict>> {
+        let pairs = self.with(py, |s| s.requested(node)).map_err(to_py)?;
+        pairs_dict(py, pairs)
+    }
+
+    fn allocatable<'py>(&self, py: Python<'py>, node: &str) -> PyResult<Bound<'py, PyDict>> {
+        let pairs = self.with(py, |s| s.allocatable(node)).map_err(to_py)?;
+        pairs_dict(py, pairs)
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<NativeSchedProfile>()?;
+    m.add_class::<NativeSchedSnapshot>()?;
+    m.add_class::<NativeScheduleResult>()?;
+    m.add("NATIVE_FILTER_PLUGINS", PyTuple::new(py, FILTER_PLUGINS.iter().map(|(n, _)| *n))?)?;
+    m.add("NATIVE_SCORE_PLUGINS", PyTuple::new(py, SCORE_PLUGINS.iter().map(|(n, _, _)| *n))?)?;
+    Ok(())
+}

@@ -1,0 +1,264 @@
+//! One scheduling cycle's native part (upstream's `schedulePod` minus the Python plugins):
+//! find feasible nodes, score them, select a host.
+//!
+//! - `numFeasibleNodesToFind`: all nodes under 100; else `percentage` of them (profile value, or
+//!   adaptive `50 - n/125` floored at 5 %), at least 100.
+//! - Nodes are visited in node-tree order starting at the rotating index `next_start`; after the
+//!   cycle it advances by the number of nodes processed (feasible found + failed).
+//! - Filtering runs over chunks of that order in parallel (rayon) and stops at the chunk that
+//!   yields enough feasible nodes. Unlike upstream's racy cancellation, the outcome is what a
+//!   sequential scan gives: the first `k` feasible nodes in visiting order, and only the nodes
+//!   up to the k-th feasible one count as processed.
+//! - One feasible node is chosen without scoring; otherwise the highest total wins, ties broken
+//!   uniformly at random (selectHost's reservoir sampling) with the snapshot's PRNG.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::filter::{self, Failure, Removed};
+use crate::pod::ParsedPod;
+use crate::profile::Profile;
+use crate::query::Query;
+use crate::score;
+use crate::snapshot::{PodEntry, Snapshot};
+use crate::Error;
+
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+
+/// Chunks of at least this many nodes are filtered in parallel.
+const PARALLEL_FILTER_NODES: usize = 2048;
+/// Work units rayon may split a parallel chunk into are at least this long.
+const PARALLEL_GRAIN: usize = 512;
+
+/// `numFeasibleNodesToFind(percentageOfNodesToScore, numAllNodes)`; 0 = adaptive.
+pub fn num_feasible_nodes_to_find(percentage: i64, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let mut pct = percentage;
+    if pct == 0 {
+        pct = (50 - num_all_nodes as i64 / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    }
+    let n = (num_all_nodes as i64 * pct / 100) as usize;
+    n.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// What one cycle found.
+#[derive(Debug, Clone, Default)]
+pub struct ScheduleResult {
+    /// The chosen node's slot (None: nothing feasible, or selection not asked for).
+    pub node: Option<u32>,
+    /// Feasible slots in visiting order.
+    pub feasible: Vec<u32>,
+    /// Weighted total per feasible slot; empty with at most one feasible node.
+    pub scores: Vec<i64>,
+    pub evaluated: usize,
+    /// Reason -> nodes that failed with it, sorted by reason.
+    pub reasons: Vec<(String, usize)>,
+    pub unresolvable: usize,
+    /// Node names by slot as they were during the cycle.
+    pub names: Arc<Vec<Arc<str>>>,
+}
+
+impl ScheduleResult {
+    pub fn node_name(&self) -> Option<&str> {
+        self.node.map(|s| &*self.names[s as usize])
+    }
+
+    pub fn feasible_names(&self) -> impl Iterator<Item = &str> {
+        self.feasible.iter().map(|&s| &*self.names[s as usize])
+    }
+}
+
+struct Scan {
+    feasible: Vec<u32>,
+    failures: Vec<Failure>,
+    processed: usize,
+}
+
+fn count_reasons(failures: &[Failure]) -> (Vec<(String, usize)>, usize) {
+    if failures.is_empty() {
+        return (Vec::new(), 0);
+    }
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for f in failures {
+        for r in &f.reasons {
+            *counts.entry(r.as_str()).or_default() += 1;
+        }
+    }
+    let mut reasons: Vec<(String, usize)> = counts.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
+    reasons.sort();
+    (reasons, failures.iter().filter(|f| f.unresolvable).count())
+}
+
+/// How many nodes the next chunk filters: enough to find `needed` more at the feasibility
+/// ratio seen so far (found / seen), with a margin; everything past the needed node is wasted.
+fn next_chunk(needed: usize, found: usize, seen: usize) -> usize {
+    if found == 0 {
+        return seen.max(PARALLEL_GRAIN) * 2;
+    }
+    let estimate = needed * seen / found;
+    (estimate + estimate / 4 + 16).max(64)
+}
+
+impl Snapshot {
+    /// Filters nodes in visiting order from `next_start` until `to_find` fit or all were seen.
+    fn scan(&self, q: &Query<'_>, to_find: usize) -> Scan {
+        let n = self.order.len();
+        let start = self.next_start % n;
+        // Visiting position i is order[(start + i) % n]: the rotated order, without a division.
+        let rotated: Vec<u32> = self.order[start..].iter().chain(&self.order[..start]).copied().collect();
+        let mut scan = Scan { feasible: Vec::with_capacity(to_find), failures: Vec::new(), processed: n };
+        let mut chunk = to_find;
+        let mut i = 0;
+        while i < n {
+            let end = (i + chunk).min(n);
+            let done = if end - i < PARALLEL_FILTER_NODES {
+                self.scan_sequential(q, &rotated[i..end], to_find, &mut scan)
+            } else {
+                self.scan_parallel(q, &rotated[i..end], to_find, &mut scan)
+            };
+            if let Some(k) = done {
+                scan.processed = i + k + 1;
+                return scan;
+            }
+            i = end;
+            chunk = next_chunk(to_find - scan.feasible.len(), scan.feasible.len(), i);
+        }
+        scan
+    }
+
+    /// Filters `slots` in order; Some(k) when the k-th one completed `to_find`.
+    fn scan_sequential(&self, q: &Query<'_>, slots: &[u32], to_find: usize, scan: &mut Scan) -> Option<usize> {
+        let mut mask = vec![true; slots.len()];
+        filter::mask(self, q, slots, &mut mask);
+        self.collect(q, slots, &mask, to_find, scan)
+    }
+
+    /// As [`Snapshot::scan_sequential`], the masks computed on rayon's threads.
+    fn scan_parallel(&self, q: &Query<'_>, slots: &[u32], to_find: usize, scan: &mut Scan) -> Option<usize> {
+        let mut mask = vec![true; slots.len()];
+        slots
+            .par_chunks(PARALLEL_GRAIN)
+            .zip(mask.par_chunks_mut(PARALLEL_GRAIN))
+            .for_each(|(sl, m)| filter::mask(self, q, sl, m));
+        self.collect(q, slots, &mask, to_find, scan)
+    }
+
+    /// Walks a filtered chunk in order: feasible nodes until `to_find`, failures' reasons.
+    fn collect(&self, q: &Query<'_>, slots: &[u32], mask: &[bool], to_find: usize, scan: &mut Scan) -> Option<usize> {
+        for (k, (&slot, &ok)) in slots.iter().zip(mask).enumerate() {
+            if ok {
+                scan.feasible.push(slot);
+                if scan.feasible.len() == to_find {
+                    return Some(k);
+                }
+            } else if let Some(f) = filter::run(self, q, slot as usize, None) {
+                scan.failures.push(f);
+            }
+        }
+        None
+    }
+
+    /// One cycle for a parsed pod. `select = false` stops after scoring.
+    pub fn schedule_pod(&mut self, profile: &Profile, pod: &ParsedPod, select: bool) -> ScheduleResult {
+        self.ensure_order();
+        let n = self.order.len();
+        let mut result = ScheduleResult { names: self.cols.names.clone(), ..Default::default() };
+        if n == 0 {
+            return result;
+        }
+        let q = Query::new(self, profile, pod);
+        let to_find = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n);
+        if profile.filters.is_empty() {
+            let start = self.next_start % n;
+            result.feasible = (0..to_find).map(|i| self.order[(start + i) % n]).collect();
+        } else {
+            let scan = self.scan(&q, to_find);
+            self.next_start = (self.next_start + scan.processed) % n;
+            (result.reasons, result.unresolvable) = count_reasons(&scan.failures);
+            result.evaluated = scan.processed;
+            result.feasible = scan.feasible;
+        }
+        if result.feasible.len() > 1 {
+            result.scores = score::totals(self, profile, &q, &result.feasible);
+        }
+        if select && !result.feasible.is_empty() {
+            result.node = Some(result.feasible[self.select_host(&result.scores)]);
+        }
+        result
+    }
+
+    /// selectHost: the index of a top score, uniformly among ties (0 without scores).
+    fn select_host(&mut self, scores: &[i64]) -> usize {
+        let mut best = 0;
+        let mut ties = 0u64;
+        for (i, &s) in scores.iter().enumerate() {
+            if s > scores[best] {
+                best = i;
+                ties = 1;
+            } else if s == scores[best] {
+                ties += 1;
+                if self.rng.below(ties) == 0 {
+                    best = i;
+                }
+            }
+        }
+        best
+    }
+
+    pub fn schedule(&mut self, profile: &Profile, pod_json: &[u8], select: bool) -> Result<ScheduleResult, Error> {
+        let pod = ParsedPod::from_json(pod_json)?;
+        Ok(self.schedule_pod(profile, &pod, select))
+    }
+
+    /// Schedules pods in order, counting each placed pod on its node before the next one.
+    /// All pods are parsed first: a bad one fails the batch before anything is counted.
+    pub fn schedule_batch(&mut self, profile: &Profile, pods: &[(&str, &[u8])]) -> Result<Vec<ScheduleResult>, Error> {
+        let parsed = pods
+            .iter()
+            .map(|(key, json)| ParsedPod::from_json(json).map_err(|e| e.for_pod(key)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = Vec::with_capacity(pods.len());
+        for ((key, _), pod) in pods.iter().zip(&parsed) {
+            let r = self.schedule_pod(profile, pod, true);
+            if let Some(slot) = r.node {
+                let name = r.names[slot as usize].clone();
+                self.add_pod(key, pod, &name);
+            }
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    /// The reasons `pod` does not fit `node` with the pods `without` (keys) taken off it;
+    /// empty when it fits. Pods in `without` that are not on the node are ignored.
+    pub fn filter_node(&self, profile: &Profile, pod_json: &[u8], node: &str, without: &[&str]) -> Result<Vec<String>, Error> {
+        let slot = self.slot(node)?;
+        let pod = ParsedPod::from_json(pod_json)?;
+        let mut q = Query::new(self, profile, &pod);
+        let victims: Vec<&PodEntry> = without.iter().filter_map(|k| self.pod(k)).filter(|p| p.slot == Some(slot as u32)).collect();
+        if let Some(mut sp) = q.spread.take() {
+            sp.remove(self, &q, slot, &victims, q.namespace);
+            q.spread = Some(sp);
+        }
+        if let Some(ip) = q.interpod.as_mut() {
+            ip.remove(self, slot, &victims, &pod);
+        }
+        let mut removed = Removed::default();
+        for p in victims {
+            let u = &p.usage;
+            removed.milli_cpu += u.milli_cpu;
+            removed.memory += u.memory;
+            removed.ephemeral += u.ephemeral_storage;
+            removed.pods += 1;
+            removed.scalars.extend(u.scalars.iter().copied());
+            removed.ports.extend(u.ports.iter().cloned());
+        }
+        let failure = filter::run(self, &q, slot, Some(&removed));
+        Ok(failure.map(|f| f.reasons.iter().map(|r| r.as_str().to_string()).collect()).unwrap_or_default())
+    }
+}

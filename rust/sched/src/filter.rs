@@ -1,0 +1,244 @@
+//! The Filter plugins over one node slot, with upstream's reasons and status codes.
+//!
+//! Per node the profile's filters run in order and stop at the first failing plugin (as the
+//! framework's RunFilterPlugins does); that plugin's reasons are the node's reasons.
+//!
+//! | plugin            | reason(s)                                                   | code |
+//! |-------------------|-------------------------------------------------------------|------|
+//! | NodeName          | node(s) didn't match the requested node name                | UU   |
+//! | NodeUnschedulable | node(s) were unschedulable                                  | UU   |
+//! | NodeResourcesFit  | Too many pods, Insufficient cpu/memory/ephemeral-storage/X  | U, or UU when a request exceeds the node's allocatable |
+//! | NodeAffinity      | node(s) didn't match Pod's node affinity/selector           | UU   |
+//! | TaintToleration   | node(s) had untolerated taint {key: value}                  | UU   |
+//! | NodePorts         | node(s) didn't have free ports for the requested pod ports  | U    |
+//! | PodTopologySpread | node(s) didn't match pod topology spread constraints         | U; UU with " (missing required label)" |
+//! | InterPodAffinity  | node(s) didn't match pod affinity rules (UU) / pod anti-affinity rules (U) / node(s) didn't satisfy existing pods anti-affinity rules (U) | |
+//!
+//! (U = Unschedulable, UU = UnschedulableAndUnresolvable: preemption cannot help.)
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::columns::Columns;
+use crate::nodeaffinity::Compiled;
+use crate::pod::ParsedPod;
+use crate::ports::HostPort;
+use crate::profile::FilterPlugin;
+use crate::query::Query;
+use crate::snapshot::Snapshot;
+use crate::spread::CConstraint;
+
+pub const ERR_NODE_NAME: &str = "node(s) didn't match the requested node name";
+pub const ERR_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+pub const ERR_AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
+pub const ERR_PORTS: &str = "node(s) didn't have free ports for the requested pod ports";
+pub const ERR_TOO_MANY_PODS: &str = "Too many pods";
+pub const ERR_CPU: &str = "Insufficient cpu";
+pub const ERR_MEMORY: &str = "Insufficient memory";
+pub const ERR_EPHEMERAL: &str = "Insufficient ephemeral-storage";
+
+/// A reason string: fixed, or built once and shared (taints, scalar resources).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl Reason {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Reason::Static(s) => s,
+            Reason::Shared(s) => s,
+        }
+    }
+}
+
+/// Why a node was filtered out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub unresolvable: bool,
+    pub reasons: SmallVec<[Reason; 2]>,
+}
+
+impl Failure {
+    fn one(reason: Reason, unresolvable: bool) -> Failure {
+        let mut reasons = SmallVec::new();
+        reasons.push(reason);
+        Failure { unresolvable, reasons }
+    }
+}
+
+/// Pods taken off a node for a preemption dry run: their usage is not counted.
+#[derive(Debug, Clone, Default)]
+pub struct Removed {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral: i64,
+    pub pods: i64,
+    pub scalars: Vec<(u32, i64)>,
+    pub ports: Vec<HostPort>,
+}
+
+impl Removed {
+    fn scalar(&self, id: u32) -> i64 {
+        self.scalars.iter().filter(|(i, _)| *i == id).map(|(_, v)| v).sum()
+    }
+}
+
+static NOTHING_REMOVED: Removed =
+    Removed { milli_cpu: 0, memory: 0, ephemeral: 0, pods: 0, scalars: Vec::new(), ports: Vec::new() };
+
+/// Whether the plugin's PreFilter says Skip for this pod (its Filter then does not run).
+pub fn skipped(plugin: FilterPlugin, pod: &ParsedPod, affinity: &Compiled, hard_spread: &[CConstraint]) -> bool {
+    match plugin {
+        FilterPlugin::PodTopologySpread => hard_spread.is_empty(),
+        FilterPlugin::NodeName => pod.node_name.is_empty(),
+        FilterPlugin::NodePorts => pod.host_ports.is_empty(),
+        FilterPlugin::NodeAffinity => !affinity.filters,
+        _ => false,
+    }
+}
+
+/// Runs the pod's filters for the node in `slot`; None when the node fits.
+pub fn run(snap: &Snapshot, q: &Query<'_>, slot: usize, removed: Option<&Removed>) -> Option<Failure> {
+    let rm = removed.unwrap_or(&NOTHING_REMOVED);
+    q.filters.iter().find_map(|f| match f {
+        FilterPlugin::NodeName => node_name(snap, q, slot),
+        FilterPlugin::NodeUnschedulable => unschedulable(snap, q, slot),
+        FilterPlugin::NodeResourcesFit => fit(snap, q, slot, rm),
+        FilterPlugin::NodeAffinity => affinity(snap, q, slot),
+        FilterPlugin::TaintToleration => taints(snap, q, slot),
+        FilterPlugin::NodePorts => ports(snap, q, slot, rm),
+        FilterPlugin::PodTopologySpread => spread(snap, q, slot),
+        FilterPlugin::InterPodAffinity => interpod(snap, q, slot),
+    })
+}
+
+/// Which of `slots` pass every filter of the pod: the hot path, one tight pass per plugin
+/// over the chunk and no reasons built (feasibility does not depend on the plugins' order;
+/// [`run`] gives a failing node's reasons). `mask[i]` must start true.
+pub fn mask(snap: &Snapshot, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
+    let c = &snap.cols;
+    let each = |mask: &mut [bool], keep: &dyn Fn(usize) -> bool| {
+        for (m, &s) in mask.iter_mut().zip(slots) {
+            *m = *m && keep(s as usize);
+        }
+    };
+    for f in &q.filters {
+        match f {
+            FilterPlugin::NodeName => each(mask, &|s| *q.pod.node_name == *c.names[s]),
+            FilterPlugin::NodeUnschedulable if !q.pod.tolerations.tolerates_unschedulable => {
+                each(mask, &|s| !c.unschedulable[s])
+            }
+            FilterPlugin::NodeUnschedulable => {}
+            FilterPlugin::NodeResourcesFit => fit_mask(c, q, slots, mask),
+            FilterPlugin::NodeAffinity => {
+                each(mask, &|s| q.affinity.required_match(&c.labels[s], &c.names[s], &snap.strings))
+            }
+            FilterPlugin::TaintToleration => {
+                each(mask, &|s| c.taints[s].is_empty() || q.pod.tolerations.first_untolerated(&c.taints[s]).is_none())
+            }
+            FilterPlugin::NodePorts => each(mask, &|s| !c.ports[s].conflicts(&q.pod.host_ports, &[])),
+            FilterPlugin::PodTopologySpread => {
+                let Some(sp) = &q.spread else { continue };
+                each(mask, &|s| sp.check(&c.labels[s]).is_none())
+            }
+            FilterPlugin::InterPodAffinity => {
+                let Some(ip) = &q.interpod else { continue };
+                each(mask, &|s| ip.check(&c.labels[s]).is_none())
+            }
+        }
+    }
+}
+
+/// `fitsRequest` as a mask: a branch-free pass per requested resource.
+fn fit_mask(c: &Columns, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
+    let column = |mask: &mut [bool], want: i64, alloc: &[i64], used: &[i64]| {
+        if want > 0 {
+            for (m, &s) in mask.iter_mut().zip(slots) {
+                *m &= want <= alloc[s as usize] - used[s as usize];
+            }
+        }
+    };
+    for (m, &s) in mask.iter_mut().zip(slots) {
+        *m &= c.pod_count[s as usize] < c.allowed_pods[s as usize];
+    }
+    if q.zero_requests {
+        return;
+    }
+    column(mask, q.milli_cpu, &c.allocatable_cpu, &c.requested_cpu);
+    column(mask, q.memory, &c.allocatable_memory, &c.requested_memory);
+    column(mask, q.ephemeral, &c.allocatable_ephemeral, &c.requested_ephemeral);
+    for sc in q.scalars.iter().filter(|sc| !sc.ignored && sc.value > 0) {
+        match sc.id.and_then(|id| Some((c.scalar_allocatable.get(id as usize)?, c.scalar_requested.get(id as usize)?))) {
+            Some((alloc, used)) => column(mask, sc.value, alloc, used),
+            None => mask.fill(false),
+        }
+    }
+}
+
+fn spread(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
+    let (reason, unresolvable) = q.spread.as_ref()?.check(&snap.cols.labels[s])?;
+    Some(Failure::one(Reason::Static(reason), unresolvable))
+}
+
+fn interpod(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
+    let (reason, unresolvable) = q.interpod.as_ref()?.check(&snap.cols.labels[s])?;
+    Some(Failure::one(Reason::Static(reason), unresolvable))
+}
+
+fn node_name(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
+    (*q.pod.node_name != *snap.cols.names[s]).then(|| Failure::one(Reason::Static(ERR_NODE_NAME), true))
+}
+
+fn unschedulable(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
+    (snap.cols.unschedulable[s] && !q.pod.tolerations.tolerates_unschedulable)
+        .then(|| Failure::one(Reason::Static(ERR_UNSCHEDULABLE), true))
+}
+
+fn affinity(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
+    let ok = q.affinity.required_match(&snap.cols.labels[s], &snap.cols.names[s], &snap.strings);
+    (!ok).then(|| Failure::one(Reason::Static(ERR_AFFINITY), true))
+}
+
+fn taints(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
+    let taints = &snap.cols.taints[s];
+    if taints.is_empty() {
+        return None;
+    }
+    let t = q.pod.tolerations.first_untolerated(taints)?;
+    Some(Failure::one(Reason::Shared(t.reason.clone()), true))
+}
+
+fn ports(snap: &Snapshot, q: &Query<'_>, s: usize, rm: &Removed) -> Option<Failure> {
+    snap.cols.ports[s].conflicts(&q.pod.host_ports, &rm.ports).then(|| Failure::one(Reason::Static(ERR_PORTS), false))
+}
+
+/// `fitsRequest`: every insufficient resource is a reason.
+fn fit(snap: &Snapshot, q: &Query<'_>, s: usize, rm: &Removed) -> Option<Failure> {
+    let c = &snap.cols;
+    let mut f = Failure { unresolvable: false, reasons: SmallVec::new() };
+    if c.pod_count[s] - rm.pods + 1 > c.allowed_pods[s] {
+        f.reasons.push(Reason::Static(ERR_TOO_MANY_PODS));
+    }
+    if !q.zero_requests {
+        let mut check = |want: i64, alloc: i64, used: i64, reason: Reason| {
+            if want > 0 && want > alloc - used {
+                f.reasons.push(reason);
+                f.unresolvable |= want > alloc;
+            }
+        };
+        check(q.milli_cpu, c.allocatable_cpu[s], c.requested_cpu[s] - rm.milli_cpu, Reason::Static(ERR_CPU));
+        check(q.memory, c.allocatable_memory[s], c.requested_memory[s] - rm.memory, Reason::Static(ERR_MEMORY));
+        check(q.ephemeral, c.allocatable_ephemeral[s], c.requested_ephemeral[s] - rm.ephemeral, Reason::Static(ERR_EPHEMERAL));
+        for sc in q.scalars.iter().filter(|sc| !sc.ignored) {
+            let (alloc, used) = match sc.id {
+                Some(id) => (c.scalar_allocatable(id, s), c.scalar_requested(id, s) - rm.scalar(id)),
+                None => (0, 0),
+            };
+            check(sc.value, alloc, used, Reason::Shared(sc.reason.clone()));
+        }
+    }
+    (!f.reasons.is_empty()).then_some(f)
+}

@@ -1,0 +1,211 @@
+//! InterPodAffinity over the pods counted in the snapshot: required affinity and anti-affinity
+//! (including existing pods' anti-affinity toward the incoming pod) as a filter, preferred
+//! terms and existing pods' terms as a score.
+//!
+//! Filter, per node (PreFilter counts by topology pair (key, value)):
+//! 1. affinity: the node has every term's key, and each term's pair holds a pod matching all
+//!    the pod's affinity terms; or no such pod exists anywhere and the pod matches its own terms
+//!    (the first of a group) -> else UnschedulableAndUnresolvable
+//!    "node(s) didn't match pod affinity rules";
+//! 2. anti-affinity: no term's pair on the node holds a pod the term matches -> else
+//!    Unschedulable "node(s) didn't match pod anti-affinity rules";
+//! 3. existing pods' required anti-affinity terms that match the pod: none of their pairs is one
+//!    of the node's labels -> else Unschedulable "node(s) didn't satisfy existing pods
+//!    anti-affinity rules".
+//!
+//! Score: per topology pair, + weight for each counted pod a preferred affinity term of the pod
+//! matches, - weight for anti-affinity; + 1 (hardPodAffinityWeight) for each counted pod whose
+//! required affinity term matches the pod; ± weight for existing pods' preferred terms that
+//! match the pod. A node sums the pairs of its labels; scores are scaled to 0..100 between the
+//! lowest and the highest.
+
+use std::collections::HashMap;
+
+use crate::nodeaffinity::label;
+use crate::pod::ParsedPod;
+use crate::podaffinity::{CTerm, Term};
+use crate::snapshot::{PodEntry, Snapshot};
+
+pub const ERR_AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub const ERR_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
+pub const ERR_EXISTING_ANTI_AFFINITY: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// Upstream's default `hardPodAffinityWeight`.
+pub const HARD_POD_AFFINITY_WEIGHT: i64 = 1;
+
+/// (topology key id, value id).
+type Pair = (u32, u32);
+
+fn pair(labels: &[(u32, u32)], key: Option<u32>) -> Option<Pair> {
+    let k = key?;
+    Some((k, label(labels, k)?))
+}
+
+/// The required terms' PreFilter state for one pod.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    affinity: Vec<CTerm>,
+    anti: Vec<CTerm>,
+    affinity_counts: HashMap<Pair, i64>,
+    anti_counts: HashMap<Pair, i64>,
+    existing_anti: HashMap<Pair, i64>,
+    /// The pod matches all its own affinity terms.
+    self_match: bool,
+}
+
+impl Filter {
+    /// None when there is nothing to check (PreFilter's Skip).
+    pub fn new(snap: &Snapshot, pod: &ParsedPod) -> Option<Filter> {
+        let compile = |ts: &[Term]| ts.iter().map(|t| CTerm::compile(t, &snap.strings)).collect::<Vec<_>>();
+        let mut f = Filter {
+            affinity: compile(&pod.affinity.affinity),
+            anti: compile(&pod.affinity.anti_affinity),
+            affinity_counts: HashMap::new(),
+            anti_counts: HashMap::new(),
+            existing_anti: HashMap::new(),
+            self_match: !pod.affinity.affinity.is_empty()
+                && pod.affinity.affinity.iter().all(|t| t.matches_strings(&pod.namespace, &pod.labels)),
+        };
+        for (p, s) in snap.pods_with_affinity() {
+            f.account_existing(snap, &snap.cols.labels[s], p, pod, 1);
+        }
+        if f.affinity.is_empty() && f.anti.is_empty() {
+            return (!f.existing_anti.is_empty()).then_some(f);
+        }
+        for &slot in &snap.order {
+            let labels = &snap.cols.labels[slot as usize];
+            for &id in &snap.cols.pods[slot as usize] {
+                if let Some(p) = snap.pods[id as usize].as_ref() {
+                    f.account_incoming(snap, labels, p, 1);
+                }
+            }
+        }
+        Some(f)
+    }
+
+    /// The pod's own required terms against a counted pod on a node with `labels`.
+    fn account_incoming(&mut self, snap: &Snapshot, labels: &[(u32, u32)], p: &PodEntry, delta: i64) {
+        let matches = |t: &CTerm| t.matches(p.namespace, &p.labels, &snap.strings);
+        if !self.affinity.is_empty() && self.affinity.iter().all(matches) {
+            for t in &self.affinity {
+                if let Some(pr) = pair(labels, t.key) {
+                    *self.affinity_counts.entry(pr).or_insert(0) += delta;
+                }
+            }
+        }
+        for t in self.anti.iter().filter(|t| matches(t)) {
+            if let Some(pr) = pair(labels, t.key) {
+                *self.anti_counts.entry(pr).or_insert(0) += delta;
+            }
+        }
+    }
+
+    /// A counted pod's required anti-affinity terms against the pod being scheduled.
+    fn account_existing(&mut self, snap: &Snapshot, labels: &[(u32, u32)], p: &PodEntry, pod: &ParsedPod, delta: i64) {
+        let Some(terms) = &p.affinity else { return };
+        for t in terms.anti_affinity.iter().filter(|t| t.matches_strings(&pod.namespace, &pod.labels)) {
+            if let Some(pr) = pair(labels, snap.strings.get(&t.key)) {
+                *self.existing_anti.entry(pr).or_insert(0) += delta;
+            }
+        }
+    }
+
+    /// None when the node with `labels` passes, else (reason, unresolvable).
+    pub fn check(&self, labels: &[(u32, u32)]) -> Option<(&'static str, bool)> {
+        let mut pods_exist = true;
+        for t in &self.affinity {
+            let Some(pr) = pair(labels, t.key) else { return Some((ERR_AFFINITY, true)) };
+            pods_exist &= self.affinity_counts.get(&pr).is_some_and(|&n| n > 0);
+        }
+        // The first pod of a group with affinity to itself: nothing matches yet anywhere.
+        let first_of_group = self.affinity_counts.is_empty() && self.self_match;
+        if !(pods_exist || first_of_group) {
+            return Some((ERR_AFFINITY, true));
+        }
+        let blocked = |t: &CTerm| pair(labels, t.key).is_some_and(|pr| self.anti_counts.get(&pr).is_some_and(|&n| n > 0));
+        if self.anti.iter().any(blocked) {
+            return Some((ERR_ANTI_AFFINITY, false));
+        }
+        if !self.existing_anti.is_empty() && labels.iter().any(|pr| self.existing_anti.get(pr).is_some_and(|&n| n > 0)) {
+            return Some((ERR_EXISTING_ANTI_AFFINITY, false));
+        }
+        None
+    }
+
+    /// `RemovePod` for a preemption dry run: `victims` leave the node in `slot`.
+    pub fn remove(&mut self, snap: &Snapshot, slot: usize, victims: &[&PodEntry], pod: &ParsedPod) {
+        let labels = &snap.cols.labels[slot];
+        for p in victims {
+            self.account_existing(snap, labels, p, pod, -1);
+            self.account_incoming(snap, labels, p, -1);
+        }
+    }
+}
+
+/// Accumulates topology scores: pair -> weight.
+struct TopologyScore<'a> {
+    snap: &'a Snapshot,
+    pod: &'a ParsedPod,
+    scores: HashMap<Pair, i64>,
+}
+
+impl TopologyScore<'_> {
+    /// `processExistingPod` for a counted pod on a node with `labels`.
+    fn existing(&mut self, labels: &[(u32, u32)], p: &PodEntry, preferred: &[(i64, CTerm)], anti: &[(i64, CTerm)]) {
+        if labels.is_empty() {
+            return;
+        }
+        let strings = &self.snap.strings;
+        for (sign, terms) in [(1, preferred), (-1, anti)] {
+            for (w, t) in terms.iter().filter(|(_, t)| t.matches(p.namespace, &p.labels, strings)) {
+                if let Some(pr) = pair(labels, t.key) {
+                    *self.scores.entry(pr).or_insert(0) += sign * w;
+                }
+            }
+        }
+        let Some(theirs) = &p.affinity else { return };
+        let hard = theirs.affinity.iter().map(|t| (HARD_POD_AFFINITY_WEIGHT, t, 1));
+        let soft = theirs.preferred_affinity.iter().map(|(w, t)| (*w, t, 1));
+        let soft_anti = theirs.preferred_anti_affinity.iter().map(|(w, t)| (*w, t, -1));
+        for (w, t, sign) in hard.chain(soft).chain(soft_anti) {
+            if t.matches_strings(&self.pod.namespace, &self.pod.labels) {
+                if let Some(pr) = pair(labels, strings.get(&t.key)) {
+                    *self.scores.entry(pr).or_insert(0) += sign * w;
+                }
+            }
+        }
+    }
+}
+
+/// InterPodAffinity's normalized scores for the feasible `slots`.
+pub fn scores(snap: &Snapshot, pod: &ParsedPod, slots: &[u32], out: &mut [i64]) {
+    let compile = |ts: &[(i64, Term)]| ts.iter().map(|(w, t)| (*w, CTerm::compile(t, &snap.strings))).collect::<Vec<_>>();
+    let preferred = compile(&pod.affinity.preferred_affinity);
+    let anti = compile(&pod.affinity.preferred_anti_affinity);
+    let mut ts = TopologyScore { snap, pod, scores: HashMap::new() };
+    if preferred.is_empty() && anti.is_empty() {
+        for (p, s) in snap.pods_with_affinity() {
+            ts.existing(&snap.cols.labels[s], p, &[], &[]);
+        }
+    } else {
+        for &slot in &snap.order {
+            let labels = &snap.cols.labels[slot as usize];
+            for &id in &snap.cols.pods[slot as usize] {
+                if let Some(p) = snap.pods[id as usize].as_ref() {
+                    ts.existing(labels, p, &preferred, &anti);
+                }
+            }
+        }
+    }
+    if ts.scores.is_empty() {
+        out.fill(0);
+        return;
+    }
+    for (o, &s) in out.iter_mut().zip(slots) {
+        *o = snap.cols.labels[s as usize].iter().map(|pr| ts.scores.get(pr).copied().unwrap_or(0)).sum();
+    }
+    let (min, max) = (out.iter().copied().min().unwrap_or(0), out.iter().copied().max().unwrap_or(0));
+    for o in out.iter_mut() {
+        *o = if max > min { (100.0 * ((*o - min) as f64 / (max - min) as f64)) as i64 } else { 0 };
+    }
+}

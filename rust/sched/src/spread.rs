@@ -1,0 +1,256 @@
+//! PodTopologySpread: hard constraints (DoNotSchedule) as a filter, soft ones (ScheduleAnyway)
+//! as a score, over the pods counted in the snapshot.
+//!
+//! Filter (PreFilter counts, then per node):
+//! - only nodes with every constraint's topology key count; per constraint a node counts when
+//!   it passes the inclusion policies (nodeAffinityPolicy Honor by default: the pod's
+//!   nodeSelector/required affinity; nodeTaintsPolicy Ignore by default, Honor: no untolerated
+//!   NoSchedule/NoExecute taint);
+//! - a domain's count is the pods on its counted nodes in the pod's namespace, not terminating,
+//!   matched by the selector (labelSelector plus matchLabelKeys; an empty selector counts none);
+//! - a node passes when `count(domain) + (pod matches its own selector) - min over domains
+//!   <= maxSkew`, the minimum being 0 while there are fewer domains than minDomains. A node
+//!   without a constraint's key fails as UnschedulableAndUnresolvable "... (missing required label)",
+//!   a skew too large as Unschedulable.
+//!
+//! Score: feasible nodes lacking a key are ignored (score 0); per constraint the domains of the
+//! other feasible nodes are counted over all eligible nodes (hostname: the node's own pods), a
+//! node scores `Σ count·ln(domains+2) + (maxSkew-1)` rounded, and scores are normalized so the
+//! fewest matching pods get 100: `100·(max+min-s)/max` (all 100 when max is 0).
+//! The system default constraints (for pods without any) need the pod's Services and owners,
+//! which the kernels do not have: such pods are not scored here.
+
+use std::collections::HashMap;
+
+use crate::api::PodSpec;
+use crate::intern::Interner;
+use crate::labelselector::{Compiled as CSelector, Selector};
+use crate::nodeaffinity::label;
+use crate::query::Query;
+use crate::snapshot::{PodEntry, Snapshot};
+
+pub const ERR_CONSTRAINTS_NOT_MATCH: &str = "node(s) didn't match pod topology spread constraints";
+pub const ERR_NODE_LABEL_NOT_MATCH: &str = "node(s) didn't match pod topology spread constraints (missing required label)";
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
+
+/// One of the pod's constraints as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Constraint {
+    pub max_skew: i64,
+    pub key: String,
+    /// DoNotSchedule (a filter) rather than ScheduleAnyway (a score).
+    pub hard: bool,
+    pub selector: Selector,
+    pub min_domains: i64,
+    pub honor_affinity: bool,
+    pub honor_taints: bool,
+}
+
+pub fn parse(spec: &PodSpec, pod_labels: &[(String, String)]) -> Vec<Constraint> {
+    let get = |k: &String| pod_labels.iter().find(|(lk, _)| lk == k).cloned();
+    spec.topology_spread_constraints
+        .iter()
+        .flatten()
+        .map(|c| {
+            let keys: Vec<(String, String)> = c.match_label_keys.iter().flatten().filter_map(get).collect();
+            Constraint {
+                max_skew: c.max_skew.unwrap_or(1),
+                key: c.topology_key.clone().unwrap_or_default(),
+                hard: c.when_unsatisfiable.as_deref() != Some("ScheduleAnyway"),
+                selector: Selector::parse(c.label_selector.as_ref()).with_labels(&keys),
+                min_domains: c.min_domains.unwrap_or(1),
+                honor_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
+                honor_taints: c.node_taints_policy.as_deref() == Some("Honor"),
+            }
+        })
+        .collect()
+}
+
+/// A constraint compiled for a cycle.
+#[derive(Debug, Clone)]
+pub struct CConstraint {
+    max_skew: i64,
+    key: Option<u32>,
+    hostname: bool,
+    selector: CSelector,
+    /// Whether the pod itself matches the selector.
+    self_match: bool,
+    min_domains: i64,
+    honor_affinity: bool,
+    honor_taints: bool,
+}
+
+/// The pod's hard (or soft) constraints over the snapshot's strings; `pod_labels` sorted.
+pub fn compile(cs: &[Constraint], hard: bool, pod_labels: &[(String, String)], strings: &Interner) -> Vec<CConstraint> {
+    cs.iter()
+        .filter(|c| c.hard == hard)
+        .map(|c| {
+            CConstraint {
+                max_skew: c.max_skew,
+                key: strings.get(&c.key),
+                hostname: c.key == HOSTNAME,
+                self_match: c.selector.matches_strings(pod_labels),
+                selector: CSelector::new(&c.selector, strings),
+                min_domains: c.min_domains,
+                honor_affinity: c.honor_affinity,
+                honor_taints: c.honor_taints,
+            }
+        })
+        .collect()
+}
+
+fn has_keys(labels: &[(u32, u32)], cs: &[CConstraint]) -> bool {
+    cs.iter().all(|c| c.key.and_then(|k| label(labels, k)).is_some())
+}
+
+/// `matchNodeInclusionPolicies`.
+fn included(snap: &Snapshot, q: &Query<'_>, c: &CConstraint, s: usize) -> bool {
+    let cols = &snap.cols;
+    (!c.honor_affinity || q.affinity.required_match(&cols.labels[s], &cols.names[s], &snap.strings))
+        && (!c.honor_taints || q.pod.tolerations.first_untolerated(&cols.taints[s]).is_none())
+}
+
+/// Whether a counted pod is one a constraint of a pod in namespace `ns` counts.
+fn counts(p: &PodEntry, c: &CConstraint, ns: Option<u32>, strings: &Interner) -> bool {
+    !p.terminating && Some(p.namespace) == ns && c.selector.matches(&p.labels, strings)
+}
+
+/// `countPodsMatchSelector` on one node.
+fn count_on(snap: &Snapshot, s: usize, c: &CConstraint, ns: Option<u32>) -> i64 {
+    if c.selector.is_empty() {
+        return 0;
+    }
+    let pods = snap.cols.pods[s].iter().filter_map(|&id| snap.pods[id as usize].as_ref());
+    pods.filter(|p| counts(p, c, ns, &snap.strings)).count() as i64
+}
+
+/// The hard constraints with their PreFilter counts.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    constraints: Vec<CConstraint>,
+    /// Per constraint: domain (value id) -> matching pods.
+    domains: Vec<HashMap<u32, i64>>,
+}
+
+impl Filter {
+    pub fn new(snap: &Snapshot, q: &Query<'_>, constraints: Vec<CConstraint>, ns: Option<u32>) -> Filter {
+        let mut domains = vec![HashMap::new(); constraints.len()];
+        for &slot in &snap.order {
+            let s = slot as usize;
+            let labels = &snap.cols.labels[s];
+            if !has_keys(labels, &constraints) {
+                continue;
+            }
+            for (c, d) in constraints.iter().zip(domains.iter_mut()) {
+                if included(snap, q, c, s) {
+                    let value = c.key.and_then(|k| label(labels, k)).expect("has_keys checked it");
+                    *d.entry(value).or_insert(0) += count_on(snap, s, c, ns);
+                }
+            }
+        }
+        Filter { constraints, domains }
+    }
+
+    /// None when the node passes, else (reason, unresolvable).
+    pub fn check(&self, labels: &[(u32, u32)]) -> Option<(&'static str, bool)> {
+        for (c, d) in self.constraints.iter().zip(&self.domains) {
+            let Some(value) = c.key.and_then(|k| label(labels, k)) else {
+                return Some((ERR_NODE_LABEL_NOT_MATCH, true));
+            };
+            let min = if (d.len() as i64) < c.min_domains { 0 } else { d.values().copied().min().unwrap_or(i64::MAX) };
+            let skew = d.get(&value).copied().unwrap_or(0) + i64::from(c.self_match) - min;
+            if skew > c.max_skew {
+                return Some((ERR_CONSTRAINTS_NOT_MATCH, false));
+            }
+        }
+        None
+    }
+
+    /// `RemovePod` for a preemption dry run: `pods` leave the node in `slot`.
+    pub fn remove(&mut self, snap: &Snapshot, q: &Query<'_>, slot: usize, pods: &[&PodEntry], ns: Option<u32>) {
+        let labels = &snap.cols.labels[slot];
+        if !has_keys(labels, &self.constraints) {
+            return;
+        }
+        for (c, d) in self.constraints.iter().zip(self.domains.iter_mut()) {
+            if !included(snap, q, c, slot) {
+                continue;
+            }
+            let value = c.key.and_then(|k| label(labels, k)).expect("has_keys checked it");
+            let gone = pods.iter().filter(|p| Some(p.namespace) == ns && c.selector.matches(&p.labels, &snap.strings)).count();
+            *d.entry(value).or_insert(0) -= gone as i64;
+        }
+    }
+}
+
+/// The soft constraints' normalized scores for the feasible `slots`.
+pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32>, slots: &[u32], out: &mut [i64]) {
+    let cols = &snap.cols;
+    let ignored: Vec<bool> = slots.iter().map(|&s| !has_keys(&cols.labels[s as usize], cs)).collect();
+    let mut domains: Vec<HashMap<u32, i64>> = vec![HashMap::new(); cs.len()];
+    for (&s, _) in slots.iter().zip(&ignored).filter(|(_, &ig)| !ig) {
+        for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
+            let value = c.key.and_then(|k| label(&cols.labels[s as usize], k)).expect("not ignored");
+            d.entry(value).or_insert(0);
+        }
+    }
+    let kept = ignored.iter().filter(|&&ig| !ig).count();
+    let weights: Vec<f64> =
+        cs.iter().zip(&domains).map(|(c, d)| (if c.hostname { kept } else { d.len() } as f64 + 2.0).ln()).collect();
+    for &slot in &snap.order {
+        let s = slot as usize;
+        if !has_keys(&cols.labels[s], cs) {
+            continue;
+        }
+        for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
+            let value = c.key.and_then(|k| label(&cols.labels[s], k)).expect("has_keys checked it");
+            if d.contains_key(&value) && included(snap, q, c, s) {
+                *d.get_mut(&value).expect("present") += count_on(snap, s, c, ns);
+            }
+        }
+    }
+    for ((o, &s), &ig) in out.iter_mut().zip(slots).zip(&ignored) {
+        if ig {
+            continue;
+        }
+        let mut score = 0.0;
+        for ((c, d), w) in cs.iter().zip(&domains).zip(&weights) {
+            let value = c.key.and_then(|k| label(&cols.labels[s as usize], k)).expect("not ignored");
+            let cnt = if c.hostname { count_on(snap, s as usize, c, ns) } else { d[&value] };
+            score += cnt as f64 * w + (c.max_skew - 1) as f64;
+        }
+        *o = score.round() as i64;
+    }
+    normalize(out, &ignored);
+}
+
+/// PodTopologySpread's NormalizeScore: fewer matching pods score higher; ignored nodes 0.
+fn normalize(scores: &mut [i64], ignored: &[bool]) {
+    let kept = || scores.iter().zip(ignored).filter(|(_, &ig)| !ig).map(|(&s, _)| s);
+    let (Some(min), Some(max)) = (kept().min(), kept().max()) else {
+        scores.fill(0);
+        return;
+    };
+    for (s, &ig) in scores.iter_mut().zip(ignored) {
+        *s = match (ig, max) {
+            (true, _) => 0,
+            (false, 0) => 100,
+            (false, _) => 100 * (max + min - *s) / max,
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_like_upstream() {
+        let mut s = [4, 2, 0, 7];
+        normalize(&mut s, &[false, false, false, true]);
+        assert_eq!(s, [0, 50, 100, 0]);
+        let mut s = [0, 0];
+        normalize(&mut s, &[false, false]);
+        assert_eq!(s, [100, 100]);
+    }
+}
