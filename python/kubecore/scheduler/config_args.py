@@ -1,0 +1,324 @@
+"""Plugin arguments of a KubeSchedulerConfiguration: parsing, upstream's defaults and validation.
+
+One dataclass per in-tree args kind (NodeResourcesFitArgs, NodeResourcesBalancedAllocationArgs,
+PodTopologySpreadArgs, DefaultPreemptionArgs, InterPodAffinityArgs, NodeAffinityArgs,
+VolumeBindingArgs) and kubecore's CoschedulingArgs. Args of out-of-tree plugins stay plain dicts.
+Defaults are upstream's (apis/config/v1/defaults.go); validation follows
+validation_pluginargs.go and reports through `FieldErrors`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubecore.scheduler.configerrors import FieldErrors
+
+__all__ = [
+    "ResourceSpec", "NodeResourcesFitArgs", "NodeResourcesBalancedAllocationArgs", "PodTopologySpreadArgs",
+    "DefaultPreemptionArgs", "InterPodAffinityArgs", "NodeAffinityArgs", "VolumeBindingArgs",
+    "CoschedulingArgs", "parse_plugin_args", "default_plugin_args", "SYSTEM_DEFAULT_CONSTRAINTS",
+]
+
+ResourceSpec = tuple[str, int]
+DEFAULT_RESOURCES: list[ResourceSpec] = [("cpu", 1), ("memory", 1)]
+FIT_STRATEGIES = ["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
+SYSTEM_DEFAULT_CONSTRAINTS: list[dict[str, Any]] = [
+    {"maxSkew": 3, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"},
+    {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"},
+]
+
+
+@dataclass
+class NodeResourcesFitArgs:
+    ignored_resources: list[str] = field(default_factory=list)
+    ignored_resource_groups: list[str] = field(default_factory=list)
+    strategy: str = "LeastAllocated"
+    resources: list[ResourceSpec] = field(default_factory=lambda: list(DEFAULT_RESOURCES))
+    shape: list[tuple[int, int]] = field(default_factory=list)  # (utilization 0-100, score 0-10)
+
+
+@dataclass
+class NodeResourcesBalancedAllocationArgs:
+    resources: list[ResourceSpec] = field(default_factory=lambda: list(DEFAULT_RESOURCES))
+
+
+@dataclass
+class PodTopologySpreadArgs:
+    default_constraints: list[dict[str, Any]] = field(default_factory=list)
+    defaulting_type: str = "System"
+
+    def effective_constraints(self) -> list[dict[str, Any]]:
+        """The cluster default constraints applied to pods without their own."""
+        if self.defaulting_type == "System":
+            return [dict(c) for c in SYSTEM_DEFAULT_CONSTRAINTS]
+        return [dict(c) for c in self.default_constraints]
+
+
+@dataclass
+class DefaultPreemptionArgs:
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+
+@dataclass
+class InterPodAffinityArgs:
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass
+class NodeAffinityArgs:
+    added_affinity: dict[str, Any] | None = None
+
+
+@dataclass
+class VolumeBindingArgs:
+    bind_timeout_seconds: int = 600
+
+
+@dataclass
+class CoschedulingArgs:
+    """kubecore's gang plugin: how long a partial gang may hold its members at Permit."""
+
+    permit_waiting_time_seconds: int = 60
+
+
+# ---- small readers ---------------------------------------------------------------------------
+
+class _Reader:
+    """Reads fields of one args object, recording type errors and unknown fields."""
+
+    def __init__(self, obj: dict[str, Any], path: str, errs: FieldErrors, known: set[str]) -> None:
+        self.obj, self.path, self.errs = obj, path, errs
+        for k in obj:
+            if k not in known and k not in ("apiVersion", "kind"):
+                errs.unknown_field(path, k)
+
+    def get_int(self, key: str, default: int) -> int:
+        v = self.obj.get(key)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, int):
+            self.errs.type_error(f"{self.path}.{key}", v, "an integer")
+            return default
+        return v
+
+    def get_str(self, key: str, default: str) -> str:
+        v = self.obj.get(key)
+        if v is None:
+            return default
+        if not isinstance(v, str):
+            self.errs.type_error(f"{self.path}.{key}", v, "a string")
+            return default
+        return v
+
+    def get_list(self, key: str) -> list[Any]:
+        v = self.obj.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            self.errs.type_error(f"{self.path}.{key}", v, "a list")
+            return []
+        return v
+
+
+def _resources(items: list[Any], path: str, errs: FieldErrors, *, balanced: bool) -> list[ResourceSpec]:
+    out: list[ResourceSpec] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        p = f"{path}[{i}]"
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
+            errs.required(f"{p}.name")
+            continue
+        name, weight = item["name"], item.get("weight") or 1
+        if not isinstance(weight, int) or isinstance(weight, bool):
+            errs.type_error(f"{p}.weight", weight, "an integer")
+            continue
+        if name in seen:
+            errs.duplicate(f"{p}.name", name)
+        seen.add(name)
+        if balanced and weight != 1:
+            errs.invalid(f"{p}.weight", weight, "must be 1")
+        elif not 1 <= weight <= 100:
+            errs.invalid(f"{p}.weight", weight, f"resource weight of {name} not in valid range [1, 100]")
+        out.append((name, weight))
+    return out
+
+
+def _shape(items: list[Any], path: str, errs: FieldErrors) -> list[tuple[int, int]]:
+    if not items:
+        errs.required(path, "at least one point must be specified")
+        return []
+    out: list[tuple[int, int]] = []
+    for i, pt in enumerate(items):
+        p = f"{path}[{i}]"
+        u = pt.get("utilization", 0) if isinstance(pt, dict) else None
+        s = pt.get("score", 0) if isinstance(pt, dict) else None
+        if not isinstance(u, int) or not isinstance(s, int):
+            errs.type_error(p, pt, "a point with integer utilization and score")
+            continue
+        if not 0 <= u <= 100:
+            errs.invalid(f"{p}.utilization", u, "not in valid range [0, 100]")
+        elif out and u <= out[-1][0]:
+            errs.invalid(f"{p}.utilization", u, "utilization values must be sorted in increasing order")
+        if not 0 <= s <= 10:
+            errs.invalid(f"{p}.score", s, "not in valid range [0, 10]")
+        out.append((u, s))
+    return out
+
+
+# ---- one parser per kind ---------------------------------------------------------------------
+
+def _fit(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeResourcesFitArgs:
+    r = _Reader(obj, path, errs, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
+    args = NodeResourcesFitArgs(ignored_resources=[str(x) for x in r.get_list("ignoredResources")],
+                                ignored_resource_groups=[str(x) for x in r.get_list("ignoredResourceGroups")])
+    for i, g in enumerate(args.ignored_resource_groups):
+        if "/" in g:
+            errs.invalid(f"{path}.ignoredResourceGroups[{i}]", g, "resource group name can't contain '/'")
+    strategy = obj.get("scoringStrategy")
+    if strategy is None:
+        return args
+    if not isinstance(strategy, dict):
+        errs.type_error(f"{path}.scoringStrategy", strategy, "an object")
+        return args
+    sp = f"{path}.scoringStrategy"
+    s = _Reader(strategy, sp, errs, {"type", "resources", "requestedToCapacityRatio"})
+    args.strategy = s.get_str("type", "LeastAllocated")
+    if args.strategy not in FIT_STRATEGIES:
+        errs.unsupported(f"{sp}.type", args.strategy, FIT_STRATEGIES)
+    args.resources = _resources(s.get_list("resources"), f"{sp}.resources", errs, balanced=False) \
+        or list(DEFAULT_RESOURCES)
+    if args.strategy == "RequestedToCapacityRatio":
+        rtc = strategy.get("requestedToCapacityRatio") or {}
+        shape = rtc.get("shape") if isinstance(rtc, dict) else None
+        args.shape = _shape(shape if isinstance(shape, list) else [],
+                            f"{sp}.requestedToCapacityRatio.shape", errs)
+    return args
+
+
+def _balanced(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeResourcesBalancedAllocationArgs:
+    r = _Reader(obj, path, errs, {"resources"})
+    resources = _resources(r.get_list("resources"), f"{path}.resources", errs, balanced=True)
+    return NodeResourcesBalancedAllocationArgs(resources=resources or list(DEFAULT_RESOURCES))
+
+
+def _spread_constraint(c: Any, path: str, errs: FieldErrors, seen: set[tuple[str, str]]) -> None:
+    if not isinstance(c, dict):
+        errs.type_error(path, c, "an object")
+        return
+    if not isinstance(c.get("maxSkew"), int) or c["maxSkew"] <= 0:
+        errs.invalid(f"{path}.maxSkew", c.get("maxSkew"), "must be greater than zero")
+    key, when = c.get("topologyKey"), c.get("whenUnsatisfiable")
+    if not key:
+        errs.required(f"{path}.topologyKey", "can not be empty")
+    if when not in ("DoNotSchedule", "ScheduleAnyway"):
+        errs.unsupported(f"{path}.whenUnsatisfiable", when, ["DoNotSchedule", "ScheduleAnyway"])
+    if (str(key), str(when)) in seen:
+        errs.duplicate(f"{path}.{{topologyKey, whenUnsatisfiable}}", f"{{{key}, {when}}}")
+    seen.add((str(key), str(when)))
+    if c.get("labelSelector") is not None:
+        errs.forbidden(f"{path}.labelSelector",
+                       "constraint must not define a selector, as they deduced for each pod")
+
+
+def _spread(obj: dict[str, Any], path: str, errs: FieldErrors) -> PodTopologySpreadArgs:
+    r = _Reader(obj, path, errs, {"defaultConstraints", "defaultingType"})
+    args = PodTopologySpreadArgs(default_constraints=r.get_list("defaultConstraints"),
+                                 defaulting_type=r.get_str("defaultingType", "System"))
+    if args.defaulting_type not in ("System", "List"):
+        errs.unsupported(f"{path}.defaultingType", args.defaulting_type, ["List", "System"])
+    seen: set[tuple[str, str]] = set()
+    for i, c in enumerate(args.default_constraints):
+        _spread_constraint(c, f"{path}.defaultConstraints[{i}]", errs, seen)
+    if args.defaulting_type == "System" and args.default_constraints:
+        errs.invalid(f"{path}.defaultingType", "System", "when .defaultConstraints are not empty")
+    return args
+
+
+def _preemption(obj: dict[str, Any], path: str, errs: FieldErrors) -> DefaultPreemptionArgs:
+    r = _Reader(obj, path, errs, {"minCandidateNodesPercentage", "minCandidateNodesAbsolute"})
+    args = DefaultPreemptionArgs(r.get_int("minCandidateNodesPercentage", 10),
+                                 r.get_int("minCandidateNodesAbsolute", 100))
+    if not 0 <= args.min_candidate_nodes_percentage <= 100:
+        errs.invalid(f"{path}.minCandidateNodesPercentage", args.min_candidate_nodes_percentage,
+                     "not in valid range [0, 100]")
+    if args.min_candidate_nodes_absolute < 0:
+        errs.invalid(f"{path}.minCandidateNodesAbsolute", args.min_candidate_nodes_absolute,
+                     "not in valid range [0, inf)")
+    if args.min_candidate_nodes_percentage == 0 and args.min_candidate_nodes_absolute == 0:
+        errs.invalid(f"{path}.minCandidateNodesPercentage", 0,
+                     "cannot be zero at the same time as minCandidateNodesAbsolute")
+    return args
+
+
+def _interpod(obj: dict[str, Any], path: str, errs: FieldErrors) -> InterPodAffinityArgs:
+    r = _Reader(obj, path, errs, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
+    args = InterPodAffinityArgs(r.get_int("hardPodAffinityWeight", 1),
+                                bool(obj.get("ignorePreferredTermsOfExistingPods", False)))
+    if not 0 <= args.hard_pod_affinity_weight <= 100:
+        errs.invalid(f"{path}.hardPodAffinityWeight", args.hard_pod_affinity_weight,
+                     "not in valid range [0, 100]")
+    return args
+
+
+def _node_affinity(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeAffinityArgs:
+    _Reader(obj, path, errs, {"addedAffinity"})
+    added = obj.get("addedAffinity")
+    if added is not None and not isinstance(added, dict):
+        errs.type_error(f"{path}.addedAffinity", added, "an object")
+        added = None
+    return NodeAffinityArgs(added)
+
+
+def _volume_binding(obj: dict[str, Any], path: str, errs: FieldErrors) -> VolumeBindingArgs:
+    r = _Reader(obj, path, errs, {"bindTimeoutSeconds", "shape"})
+    args = VolumeBindingArgs(r.get_int("bindTimeoutSeconds", 600))
+    if args.bind_timeout_seconds < 0:
+        errs.invalid(f"{path}.bindTimeoutSeconds", args.bind_timeout_seconds,
+                     "invalid BindTimeoutSeconds, should not be a negative value")
+    return args
+
+
+def _coscheduling(obj: dict[str, Any], path: str, errs: FieldErrors) -> CoschedulingArgs:
+    r = _Reader(obj, path, errs, {"permitWaitingTimeSeconds"})
+    args = CoschedulingArgs(r.get_int("permitWaitingTimeSeconds", 60))
+    if args.permit_waiting_time_seconds <= 0:
+        errs.invalid(f"{path}.permitWaitingTimeSeconds", args.permit_waiting_time_seconds,
+                     "must be greater than 0")
+    return args
+
+
+_PARSERS: dict[str, Any] = {
+    "NodeResourcesFit": _fit,
+    "NodeResourcesBalancedAllocation": _balanced,
+    "PodTopologySpread": _spread,
+    "DefaultPreemption": _preemption,
+    "InterPodAffinity": _interpod,
+    "NodeAffinity": _node_affinity,
+    "VolumeBinding": _volume_binding,
+    "Coscheduling": _coscheduling,
+}
+
+
+def parse_plugin_args(plugin: str, args: Any, path: str, errs: FieldErrors) -> Any:
+    """Typed, defaulted args for an in-tree plugin; a plain dict for any other plugin."""
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        errs.type_error(path, args, "an object")
+        args = {}
+    parser = _PARSERS.get(plugin)
+    if parser is None:
+        return dict(args)
+    kind = args.get("kind")
+    if kind is not None and kind != f"{plugin}Args":
+        errs.invalid(f"{path}.kind", kind, f"must be {plugin}Args for plugin {plugin}")
+    return parser(args, path, errs)
+
+
+def default_plugin_args(plugin: str) -> Any:
+    """The defaulted args of an in-tree plugin with no pluginConfig entry (None for others)."""
+    parser = _PARSERS.get(plugin)
+    return None if parser is None else parser({}, "", FieldErrors())

@@ -1,0 +1,114 @@
+"""The scheduling loop without I/O: pop, schedule, bind, hand failures back.
+
+`Driver(core, on_bound=..., on_failed=...)` is what a scheduler process runs once its informers
+feed the cache and the queue. Each `run_once` pops up to `max_batch` pods, schedules them per
+profile (`schedule_batch`), binds the placed ones and records the failed ones in the queue. The
+callbacks are where the caller does its I/O: `on_failed(failed)` should emit FailedScheduling
+and set the PodScheduled condition from `failed.reason` / `failed.message` (and the nominated
+node); `on_bound(bound)` is informational (the Bind plugin already wrote the binding).
+
+Binding runs inline, one pod after another, unless `concurrent_binds`: then each binding cycle is
+a task (what a Bind plugin doing network I/O wants). Pods waiting at Permit always get a task,
+since they wait for each other (gangs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from kubecore.scheduler.batch import schedule_batch
+from kubecore.scheduler.binding import Bound, bind_one, finish_scheduling_cycle, record_binding_failure, record_failure
+from kubecore.scheduler.framework import Framework
+from kubecore.scheduler.podinfo import QueuedPodInfo
+from kubecore.scheduler.queue import QueueClosed
+from kubecore.scheduler.registry import SchedulerCore
+from kubecore.scheduler.schedule_one import Assumed, Failed
+
+__all__ = ["Driver"]
+
+
+class Driver:
+    """Runs scheduling and binding cycles for a `SchedulerCore` (see the module docstring)."""
+
+    def __init__(self, core: SchedulerCore, *, max_batch: int = 512, concurrent_binds: bool = False,
+                 on_bound: Callable[[Bound], Any] | None = None,
+                 on_failed: Callable[[Failed], Any] | None = None) -> None:
+        self.core = core
+        self.max_batch = max_batch
+        self.concurrent_binds = concurrent_binds
+        self.on_bound = on_bound
+        self.on_failed = on_failed
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.bound = 0
+        self.failed = 0
+
+    def _groups(self, pinfos: list[QueuedPodInfo]) -> list[tuple[Framework, list[QueuedPodInfo]]]:
+        groups: list[tuple[Framework, list[QueuedPodInfo]]] = []
+        for p in pinfos:
+            fw = self.core.framework_for(p.pod)
+            if fw is None:  # not ours: the wiring should not have queued it
+                self.core.queue.done(p.key)
+                continue
+            if groups and groups[-1][0] is fw:
+                groups[-1][1].append(p)
+            else:
+                groups.append((fw, [p]))
+        return groups
+
+    async def run_once(self) -> int:
+        """One batch: the pods popped (0 when activeQ had none)."""
+        pinfos = self.core.queue.pop_batch(self.max_batch)
+        for fw, group in self._groups(pinfos):
+            for outcome in schedule_batch(fw, group):
+                if isinstance(outcome, Failed):
+                    self._failed(outcome, binding=False)
+                    continue
+                finish_scheduling_cycle(self.core.queue, outcome)
+                if outcome.waiting or self.concurrent_binds:
+                    task = asyncio.ensure_future(self._bind(outcome))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+                else:
+                    await self._bind(outcome)
+        return len(pinfos)
+
+    async def _bind(self, a: Assumed) -> None:
+        result = await bind_one(a)
+        if isinstance(result, Failed):
+            self._failed(result, binding=True)
+            return
+        self.core.queue.done(a.pinfo.key)
+        self.bound += 1
+        if self.on_bound is not None:
+            self.on_bound(result)
+
+    def _failed(self, f: Failed, *, binding: bool) -> None:
+        self.failed += 1
+        if binding:
+            record_binding_failure(self.core.queue, f)
+        else:
+            record_failure(self.core.queue, f)
+        if self.on_failed is not None:
+            self.on_failed(f)
+
+    async def drain(self) -> None:
+        """Run until activeQ is empty and no binding cycle is in progress."""
+        while True:
+            if await self.run_once():
+                continue
+            if not self._tasks:
+                return
+            await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+
+    async def run(self) -> None:
+        """Forever: wait for a pod, then run a batch (until the queue is closed)."""
+        queue = self.core.queue
+        while True:
+            try:
+                await queue.wait_ready()
+            except QueueClosed:
+                return
+            await self.run_once()
+            self.core.cache.cleanup_assumed_pods()

@@ -1,0 +1,259 @@
+"""The one door to the native Filter/Score kernels (kubecore._native's scheduler classes).
+
+Everything the scheduler asks of rust/sched goes through this module, so the rest of the package
+never touches the compiled classes and can run (with Python plugins only) where they are absent.
+
+- `new_snapshot()`: the columnar node snapshot (`NativeSchedSnapshot`) the cache keeps in step.
+- `NativeKernels`: one profile's native Filter/Score plugins (a `NativeSchedProfile`) over the
+  shared snapshot. `schedule` runs every native filter and score for one pod in one call (GIL
+  released, parallel, upstream's numFeasibleNodesToFind and rotating start); `schedule_batch`
+  does it for many pods, each assumed at once so the next sees it; `filter_node` answers "does
+  the pod fit on this node, without these pods" for preemption's dry runs.
+- Native results report rejected nodes as reason counts. `classify` maps upstream's reason
+  strings back to the plugin that gives them and to its code (Unschedulable, or
+  UnschedulableAndUnresolvable for NodeName, NodeUnschedulable, NodeAffinity, TaintToleration,
+  the missing-label PodTopologySpread case and pod affinity), which is what queueing hints and
+  preemption need.
+
+The native classes are looked up by name at call time, so a module built before the scheduler
+kernels existed simply reports `native_available() == False`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from kubecore.scheduler.config_args import NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
+from kubecore.scheduler.status import Code, Status
+
+__all__ = ["NativeUnavailable", "NativeSnapshot", "NativeResult", "NativeKernels", "native_available",
+           "new_snapshot", "native_filter_plugins", "native_score_plugins", "classify", "plugin_for_reason",
+           "NATIVE_UNRESOLVABLE_PLUGINS"]
+
+
+class NativeUnavailable(RuntimeError):
+    """The compiled module has no scheduler kernels (built without rust/sched?)."""
+
+
+class NativeResult(Protocol):
+    """One pod's native Filter/Score outcome (NativeScheduleResult)."""
+
+    node: str | None
+    feasible: list[str]
+    scores: list[int]
+    evaluated: int
+    reasons: dict[str, int]
+    unresolvable: int
+
+
+class NativeSnapshot(Protocol):
+    """The node snapshot the kernels read (NativeSchedSnapshot); the cache keeps it in step."""
+
+    def set_node(self, node_json: bytes) -> None: ...
+    def remove_node(self, name: str) -> bool: ...
+    def add_pod(self, key: str, pod_json: bytes, node: str) -> None: ...
+    def remove_pod(self, key: str) -> bool: ...
+    def node_count(self) -> int: ...
+    def pod_count(self) -> int: ...
+    def node_names(self) -> list[str]: ...
+    def schedule(self, profile: Any, pod_json: bytes, *, select: bool = True) -> NativeResult: ...
+    def schedule_batch(self, profile: Any, pods: list[tuple[str, bytes]]) -> list[NativeResult]: ...
+    def filter_node(self, profile: Any, pod_json: bytes, node: str, *,
+                    without: list[str] = ...) -> list[str]: ...
+
+
+def _module() -> Any:
+    try:
+        from kubecore import _native
+    except ImportError:  # pragma: no cover - the wheel always has it
+        return None
+    return _native
+
+
+def native_available() -> bool:
+    mod = _module()
+    return mod is not None and hasattr(mod, "NativeSchedSnapshot") and hasattr(mod, "NativeSchedProfile")
+
+
+def _require() -> Any:
+    if not native_available():
+        raise NativeUnavailable("kubecore._native has no scheduler kernels (NativeSchedSnapshot)")
+    return _module()
+
+
+def new_snapshot() -> NativeSnapshot:
+    snap: NativeSnapshot = _require().NativeSchedSnapshot()
+    return snap
+
+
+def native_filter_plugins() -> tuple[str, ...]:
+    mod = _module()
+    return tuple(getattr(mod, "NATIVE_FILTER_PLUGINS", ())) if native_available() else ()
+
+
+def native_score_plugins() -> tuple[str, ...]:
+    mod = _module()
+    return tuple(getattr(mod, "NATIVE_SCORE_PLUGINS", ())) if native_available() else ()
+
+
+# ---- reasons -> plugin and code ----------------------------------------------------------------
+
+U, UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+# Checked in order with startswith; the longer PodTopologySpread reason comes first.
+_REASONS: list[tuple[str, str, Code]] = [
+    ("node(s) didn't match the requested node name", "NodeName", UU),
+    ("node(s) were unschedulable", "NodeUnschedulable", UU),
+    ("node(s) had untolerated taint", "TaintToleration", UU),
+    ("node(s) didn't match Pod's node affinity/selector", "NodeAffinity", UU),
+    ("node(s) didn't match scheduler-enforced node affinity", "NodeAffinity", UU),
+    ("node(s) didn't have free ports for the requested pod ports", "NodePorts", U),
+    ("Insufficient ", "NodeResourcesFit", U),
+    ("Too many pods", "NodeResourcesFit", U),
+    ("node(s) didn't match pod topology spread constraints (missing required label)", "PodTopologySpread", UU),
+    ("node(s) didn't match pod topology spread constraints", "PodTopologySpread", U),
+    ("node(s) didn't match pod affinity rules", "InterPodAffinity", UU),
+    ("node(s) didn't match pod anti-affinity rules", "InterPodAffinity", U),
+    ("node(s) didn't satisfy existing pods anti-affinity rules", "InterPodAffinity", U),
+]
+NATIVE_UNRESOLVABLE_PLUGINS = frozenset({"NodeName", "NodeUnschedulable", "NodeAffinity", "TaintToleration"})
+
+
+def _is_resource(reason: str) -> bool:
+    return reason.startswith("Insufficient ") or reason == "Too many pods"
+
+
+def plugin_for_reason(reason: str) -> tuple[str, Code] | None:
+    for prefix, plugin, code in _REASONS:
+        if reason.startswith(prefix):
+            return plugin, code
+    return None
+
+
+def classify(reasons: Sequence[str], *, default_plugin: str = "") -> Status | None:
+    """The status one node's native rejection amounts to (None when `reasons` is empty).
+
+    The code is UnschedulableAndUnresolvable when any reason comes from such a plugin; unknown
+    reasons count as Unschedulable (preemption may still try the node)."""
+    if not reasons:
+        return None
+    code, plugin = U, default_plugin
+    for r in reasons:
+        known = plugin_for_reason(r)
+        if known is not None:
+            plugin = plugin or known[0]
+            if known[1] is UU:
+                code = UU
+    return Status(code, *reasons, plugin=plugin)
+
+
+# ---- one profile's kernels ---------------------------------------------------------------------
+
+def _accepts(cls: Any, kwarg: str) -> bool:
+    sig = getattr(cls, "__text_signature__", None) or ""
+    return kwarg in sig
+
+
+class NativeKernels:
+    """One profile's native Filter/Score plugins over the scheduler's shared snapshot.
+
+    `filters` and `scores` are the native plugins of the profile, in the profile's order;
+    `args` are the typed plugin args (NodeResourcesFit, NodeResourcesBalancedAllocation, ...).
+    """
+
+    def __init__(self, snapshot: NativeSnapshot, *, filters: Sequence[str], scores: Sequence[tuple[str, int]],
+                 args: Mapping[str, Any], percentage_of_nodes_to_score: int) -> None:
+        self.snapshot = snapshot
+        self.filters = list(filters)
+        self.scores = list(scores)
+        self._kwargs = self._profile_kwargs(args)
+        self._percentage = percentage_of_nodes_to_score
+        self.profile = self._new_profile(percentage_of_nodes_to_score)
+        self._exhaustive: Any = None
+
+    @staticmethod
+    def _profile_kwargs(args: Mapping[str, Any]) -> dict[str, Any]:
+        fit = args.get("NodeResourcesFit")
+        fit = fit if isinstance(fit, NodeResourcesFitArgs) else NodeResourcesFitArgs()
+        bal = args.get("NodeResourcesBalancedAllocation")
+        bal = bal if isinstance(bal, NodeResourcesBalancedAllocationArgs) else NodeResourcesBalancedAllocationArgs()
+        return {
+            "fit_strategy": fit.strategy, "fit_resources": list(fit.resources), "rtc_shape": list(fit.shape),
+            "ignored_resources": list(fit.ignored_resources),
+            "ignored_resource_groups": list(fit.ignored_resource_groups),
+            "balanced_resources": list(bal.resources),
+        }
+
+    def _new_profile(self, percentage: int) -> Any:
+        cls = _require().NativeSchedProfile
+        try:
+            return cls(filters=self.filters, scores=self.scores, percentage_of_nodes_to_score=percentage,
+                       **self._kwargs)
+        except (TypeError, ValueError) as e:
+            raise NativeUnavailable(f"the native kernels refused the profile: {e}") from e
+
+    @property
+    def has_filters(self) -> bool:
+        return bool(self.filters)
+
+    @property
+    def has_scores(self) -> bool:
+        return bool(self.scores)
+
+    def schedule(self, raw: bytes, *, select: bool) -> NativeResult:
+        """All native filters (stopping at numFeasibleNodesToFind) and scores for one pod."""
+        return self.snapshot.schedule(self.profile, raw, select=select)
+
+    def schedule_exhaustive(self, raw: bytes) -> NativeResult:
+        """Every feasible node in evaluation order with native scores, no selection: what the
+        framework needs when Python filters run after the native ones."""
+        if self._exhaustive is None:
+            self._exhaustive = self._new_profile(100)
+        return self.snapshot.schedule(self._exhaustive, raw, select=False)
+
+    def schedule_batch(self, pods: list[tuple[str, bytes]]) -> list[NativeResult]:
+        return self.snapshot.schedule_batch(self.profile, pods)
+
+    def filter_node(self, raw: bytes, node: str, without: Iterable[str] = ()) -> list[str]:
+        """The reasons the pod does not fit on `node` once `without` are gone ([] = fits)."""
+        return self.snapshot.filter_node(self.profile, raw, node, without=list(without))
+
+    def node_status(self, raw: bytes, node: str, without: Iterable[str] = (), *,
+                    everyone: Iterable[str] | None = None) -> Status | None:
+        """The node's status as upstream's filters give it. A resource shortage is
+        UnschedulableAndUnresolvable when the pod would not fit even on the node emptied of
+        `everyone` (its pods): the request exceeds the allocatable (upstream NodeResourcesFit)."""
+        reasons = self.filter_node(raw, node, without)
+        st = classify(reasons)
+        if st is not None and st.code is U and everyone is not None and all(_is_resource(r) for r in reasons):
+            if self.filter_node(raw, node, everyone):
+                st.code = UU
+        return st
+
+    def plugins_for(self, reasons: Iterable[str]) -> set[str]:
+        """The native filter plugins that gave `reasons` (all of them for an unknown reason)."""
+        out: set[str] = set()
+        for r in reasons:
+            known = plugin_for_reason(r)
+            if known is None or known[0] not in self.filters:
+                return set(self.filters)
+            out.add(known[0])
+        return out
+
+    @contextmanager
+    def nominated(self, pods: Sequence[tuple[str, bytes, str]]) -> Iterator[None]:
+        """Count nominated pods (key, json, node) on their nodes while the block runs."""
+        added: list[str] = []
+        try:
+            for key, raw, node in pods:
+                try:
+                    self.snapshot.add_pod(key, raw, node)
+                except KeyError:
+                    continue
+                added.append(key)
+            yield
+        finally:
+            for key in added:
+                self.snapshot.remove_pod(key)

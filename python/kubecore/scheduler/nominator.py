@@ -1,0 +1,75 @@
+"""Nominated pods: pods that preempted others and wait for the room they made (upstream nominator).
+
+A pod is nominated to at most one node. Scheduling cycles of other pods treat nominated pods
+of equal or higher priority as already running on their node, so the room preemption made is not
+taken by someone else; the nominated pod's own cycle tries its nominated node first.
+
+`add(pod, info)`: the node is `info.node` when the mode is OVERRIDE, else the pod's
+status.nominatedNodeName; an empty node removes the nomination.
+"""
+
+from __future__ import annotations
+
+from kubecore.scheduler.interface import NominatingInfo, NominatingMode
+from kubecore.scheduler.podinfo import Obj, pod_key, pod_priority
+
+__all__ = ["Nominator"]
+
+
+def status_nominated_node(pod: Obj) -> str:
+    return str((pod.get("status") or {}).get("nominatedNodeName") or "")
+
+
+class Nominator:
+    """Pods by nominated node. Invariant: `_node_of[key] == n` iff the pod is in `_by_node[n]`."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, Obj]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add(self, pod: Obj, info: NominatingInfo | None = None) -> None:
+        key = pod_key(pod)
+        self.delete(key)
+        if info is not None and info.mode is NominatingMode.OVERRIDE:
+            node = info.node
+        else:
+            node = status_nominated_node(pod)
+        if not node:
+            return
+        self._by_node.setdefault(node, {})[key] = pod
+        self._node_of[key] = node
+
+    def update(self, old: Obj, new: Obj) -> None:
+        """Keep a nomination across a pod update unless the update carries one itself."""
+        key = pod_key(new)
+        node = self._node_of.get(key)
+        if status_nominated_node(new) or node is None:
+            self.add(new)
+            return
+        self._by_node[node][key] = new
+
+    def delete(self, key: str) -> None:
+        node = self._node_of.pop(key, None)
+        if node is None:
+            return
+        pods = self._by_node[node]
+        pods.pop(key, None)
+        if not pods:
+            del self._by_node[node]
+
+    def node_of(self, key: str) -> str | None:
+        return self._node_of.get(key)
+
+    def pods_for_node(self, node: str) -> list[Obj]:
+        return list((self._by_node.get(node) or {}).values())
+
+    def higher_or_equal(self, priority: int, *, exclude: str) -> list[tuple[str, Obj, str]]:
+        """(key, pod, node) of nominated pods with priority >= `priority`, except `exclude`."""
+        return [(k, p, n) for n, pods in self._by_node.items() for k, p in pods.items()
+                if k != exclude and pod_priority(p) >= priority]
+
+    def __len__(self) -> int:
+        return len(self._node_of)
+
+    def __bool__(self) -> bool:
+        return bool(self._node_of)

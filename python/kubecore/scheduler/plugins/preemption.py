@@ -1,0 +1,301 @@
+"""DefaultPreemption: make room for a pod that fits nowhere by evicting lower-priority pods
+(upstream plugins/defaultpreemption + framework/preemption).
+
+PostFilter, in upstream's order:
+
+1. Eligibility: not with preemptionPolicy Never ("not eligible due to preemptionPolicy=Never.");
+   not while a victim of an earlier preemption still terminates on the pod's nominated node
+   (unless that node is now UnschedulableAndUnresolvable).
+2. Candidates: only nodes the cycle rejected as Unschedulable (never UnschedulableAndUnresolvable,
+   which preemption cannot fix). Starting at a random node, dry-run each until enough candidates
+   are found: max(minCandidateNodesPercentage % of the potential nodes, minCandidateNodesAbsolute),
+   stopping early only once a candidate without PDB violations exists.
+3. Victims on a node: remove every pod of lower priority; if the pod still does not fit, the node
+   is no candidate. Otherwise add pods back ("reprieve"), most important first (priority, then
+   earlier start), PDB-violating ones before the others, keeping each one that still lets the pod
+   fit; the rest are the victims, and the PDB-violating victims are counted.
+4. The node: fewest PDB violations, then the lowest highest-victim priority, then the smallest
+   sum of victim priorities, then the fewest victims, then the latest start among the
+   highest-priority victims, then the first found.
+5. Evict the victims through the `evict` service (victims still waiting at Permit are rejected
+   instead), clear lower-priority nominations on that node, and nominate the node.
+
+Dry runs go through `Framework.dry_run_node`: one native `filter_node(..., without=victims)` call,
+then the Python filters on a copy of the node without the victims. With no candidate the status
+message is a FitError over the dry-run statuses, e.g.
+"preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod,
+2 Preemption is not helpful for scheduling."
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import nullcontext
+from typing import Any
+
+import msgspec
+
+from kubecore.controllers.controller_utils import InvalidSelector, parse_time, selector_from_label_selector
+from kubecore.scheduler.config_args import DefaultPreemptionArgs
+from kubecore.scheduler.fiterror import Diagnosis, NodeToStatus, fit_error_message
+from kubecore.scheduler.handle import Handle
+from kubecore.scheduler.interface import CycleState, PostFilterResult
+from kubecore.scheduler.nominator import status_nominated_node
+from kubecore.scheduler.podinfo import NodeInfo, Obj, pod_key, pod_priority
+from kubecore.scheduler.status import Code, Status, as_status
+
+__all__ = ["DefaultPreemption", "Candidate", "pick_one_node", "pods_with_pdb_violation"]
+
+_U, _UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+_MAX_INT32 = (1 << 31) - 1
+
+
+class Candidate:
+    """A node and the pods to evict there, most important first."""
+
+    __slots__ = ("node", "victims", "pdb_violations")
+
+    def __init__(self, node: str, victims: list[Obj], pdb_violations: int) -> None:
+        self.node, self.victims, self.pdb_violations = node, victims, pdb_violations
+
+    def __repr__(self) -> str:
+        return f"Candidate({self.node}, victims={[pod_key(v) for v in self.victims]}, pdb={self.pdb_violations})"
+
+
+def pods_with_pdb_violation(pods: Sequence[Obj], pdbs: Sequence[Obj]) -> tuple[list[Obj], list[Obj]]:
+    """(violating, non-violating), order kept: a pod violates when evicting it (after the pods
+    before it) takes a matching PDB's disruptionsAllowed below zero."""
+    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
+    violating: list[Obj] = []
+    fine: list[Obj] = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        labels, ns, hit = meta.get("labels") or {}, meta.get("namespace") or "default", False
+        for i, pdb in enumerate(pdbs if labels else ()):
+            pmeta = pdb.get("metadata") or {}
+            if (pmeta.get("namespace") or "default") != ns:
+                continue
+            try:
+                sel = selector_from_label_selector((pdb.get("spec") or {}).get("selector"))
+            except InvalidSelector:
+                continue
+            if sel.empty or not sel.matches(labels):
+                continue
+            if meta.get("name") in ((pdb.get("status") or {}).get("disruptedPods") or {}):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                hit = True
+        (violating if hit else fine).append(pod)
+    return violating, fine
+
+
+def pick_one_node(candidates: Sequence[Candidate], *, now: float) -> Candidate:
+    """Upstream pickOneNodeForPreemption: each criterion keeps the best nodes, in order."""
+    def start(p: Obj) -> float:
+        t = parse_time((p.get("status") or {}).get("startTime"))
+        return now if t is None else t
+
+    def earliest_top_start(c: Candidate) -> float:
+        top = pod_priority(c.victims[0])
+        return min(start(p) for p in c.victims if pod_priority(p) == top)
+
+    criteria = [
+        lambda c: -c.pdb_violations,
+        lambda c: -pod_priority(c.victims[0]),
+        lambda c: -sum(pod_priority(p) + _MAX_INT32 + 1 for p in c.victims),
+        lambda c: -len(c.victims),
+        earliest_top_start,
+    ]
+    left = list(candidates)
+    for score in criteria:
+        best = max(score(c) for c in left)
+        left = [c for c in left if score(c) == best]
+        if len(left) == 1:
+            break
+    return left[0]
+
+
+class DefaultPreemption:
+    name = "DefaultPreemption"
+
+    def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+
+    def post_filter(self, state: CycleState, pod: Obj,
+                    statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
+        result, status = self.preempt(state, pod, statuses)
+        msg = status.message()
+        if msg:
+            return result, Status(status.code, "preemption: " + msg, plugin=status.plugin, error=status.error)
+        return result, status
+
+    # ---- the algorithm -----------------------------------------------------------------------
+
+    def preempt(self, state: CycleState, pod: Obj, statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status]:
+        eligible, why = self.eligible(pod, statuses)
+        if not eligible:
+            return None, Status(_U, why)
+        nodes = self.handle.cache.node_infos()
+        if not nodes:
+            return None, as_status(RuntimeError("no nodes available"))
+        candidates, tried = self.find_candidates(state, pod, statuses, nodes)
+        if not candidates:
+            diag = Diagnosis(tried)
+            tried.set_absent(Status(_UU, NOT_HELPFUL))
+            return PostFilterResult.nominate(""), Status(_U, fit_error_message(len(nodes), diag))
+        best = candidates[0] if len(candidates) == 1 else pick_one_node(candidates, now=self.handle.clock.now())
+        self.prepare(best, pod)
+        return PostFilterResult.nominate(best.node), Status()
+
+    def eligible(self, pod: Obj, statuses: NodeToStatus) -> tuple[bool, str]:
+        if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+            return False, "not eligible due to preemptionPolicy=Never."
+        nominated = status_nominated_node(pod)
+        if not nominated:
+            return True, ""
+        if statuses.get(nominated).code is _UU:
+            return True, ""
+        ni = self.handle.cache.node_info(nominated)
+        prio = pod_priority(pod)
+        for p in (ni.pods.values() if ni is not None else ()):
+            if pod_priority(p) < prio and _terminating_by_preemption(p):
+                return False, "not eligible due to a terminating pod on the nominated node."
+        return True, ""
+
+    def _num_candidates(self, potential: int) -> int:
+        n = potential * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, potential)
+
+    def _potential_count(self, statuses: NodeToStatus, total: int) -> int:
+        explicit_u = sum(1 for s in statuses.explicit.values() if s.code is _U)
+        rest = total - len(statuses.explicit) - statuses.native_failed
+        absent_u = rest if statuses.absent.code is _U else 0
+        return explicit_u + absent_u + statuses.native_failed - statuses.native_unresolvable
+
+    def find_candidates(self, state: CycleState, pod: Obj, statuses: NodeToStatus,
+                        nodes: list[NodeInfo]) -> tuple[list[Candidate], NodeToStatus]:
+        """Dry-run the potential nodes from a random start; (candidates, statuses of the tried).
+
+        Nodes without lower-priority pods need no dry run: when no candidate turns up, the
+        potential ones among them are counted as "No preemption victims found" (their number is
+        the potential nodes less those the dry runs classified)."""
+        tried = NodeToStatus()
+        potential = self._potential_count(statuses, len(nodes))
+        if potential <= 0:
+            return [], tried
+        prio = pod_priority(pod)
+        if self.handle.cache.min_priority() >= prio:  # nobody to preempt anywhere
+            tried.add_native({NO_VICTIMS: potential}, failed=potential, unresolvable=potential)
+            return [], tried
+        wanted = self._num_candidates(potential)
+        fw = self.handle.framework
+        raw = msgspec.json.encode(pod)
+        pdbs = self.handle.services.list_pdbs() if self.handle.services.list_pdbs else []
+        nominated = [(k, msgspec.json.encode(p), n) for k, p, n in
+                     self.handle.nominator.higher_or_equal(prio, exclude=pod_key(pod))]
+        good: list[Candidate] = []
+        violating: list[Candidate] = []
+        classified = 0
+        offset = self.handle.rng.randrange(len(nodes))
+        ctx = fw.native.nominated(nominated) if fw.native is not None else nullcontext()
+        with ctx:
+            for i in range(len(nodes)):
+                ni = nodes[(offset + i) % len(nodes)]
+                c, st, was_potential = self._try_node(state, pod, raw, ni, statuses, pdbs)
+                classified += was_potential
+                if c is not None:
+                    (violating if c.pdb_violations else good).append(c)
+                    if good and len(good) + len(violating) >= wanted:
+                        break
+                elif st is not None:
+                    tried.set(ni.name, st)
+        if not good and not violating and potential > classified:
+            n = potential - classified
+            tried.add_native({NO_VICTIMS: n}, failed=n, unresolvable=n)
+        return good + violating, tried
+
+    def _try_node(self, state: CycleState, pod: Obj, raw: bytes, ni: NodeInfo, statuses: NodeToStatus,
+                  pdbs: list[Obj]) -> tuple[Candidate | None, Status | None, bool]:
+        """(candidate, dry-run status, whether the node proved potential) for one node."""
+        known = statuses.explicit.get(ni.name)
+        if known is not None and known.code is not _U:
+            return None, None, False
+        if known is None and not statuses.native_failed and statuses.absent.code is not _U:
+            return None, None, False
+        prio = pod_priority(pod)
+        lower = [p for p in ni.pods.values() if pod_priority(p) < prio]
+        if not lower:
+            return None, None, False
+        st = self.handle.framework.dry_run_node(state, pod, raw, ni, lower)
+        if st is None:
+            return self._select_victims(state, pod, raw, ni, lower, pdbs), None, True
+        if known is None and st.code is _UU:
+            return None, None, False  # rejected as unresolvable in the cycle too: not a potential node
+        return None, st, True
+
+    def _select_victims(self, state: CycleState, pod: Obj, raw: bytes, ni: NodeInfo, lower: list[Obj],
+                        pdbs: list[Obj]) -> Candidate:
+        now = self.handle.clock.now()
+
+        def importance(p: Obj) -> tuple[int, float]:
+            t = parse_time((p.get("status") or {}).get("startTime"))
+            return (-pod_priority(p), now if t is None else t)
+
+        ordered = sorted(lower, key=importance)
+        bad, fine = pods_with_pdb_violation(ordered, pdbs)
+        removed = {pod_key(p): p for p in ordered}
+        victims: list[Obj] = []
+        fw = self.handle.framework
+
+        def reprieve(p: Obj) -> bool:
+            key = pod_key(p)
+            del removed[key]
+            if fw.dry_run_node(state, pod, raw, ni, list(removed.values())) is None:
+                return True
+            removed[key] = p
+            victims.append(p)
+            return False
+
+        violations = sum(1 for p in bad if not reprieve(p))
+        for p in fine:
+            reprieve(p)
+        if bad and fine:
+            victims.sort(key=importance)
+        return Candidate(ni.name, victims, violations)
+
+    def prepare(self, c: Candidate, pod: Obj) -> None:
+        """Evict the victims (reject those waiting at Permit) and clear lower nominations."""
+        fw = self.handle.framework
+        evict = self.handle.services.evict
+        for victim in c.victims:
+            if fw.waiting_pods.reject(pod_key(victim), "preempted"):
+                continue
+            if (victim.get("metadata") or {}).get("deletionTimestamp"):
+                continue
+            if evict is not None:
+                evict(victim, pod, c.node)
+        prio = pod_priority(pod)
+        clear = self.handle.services.clear_nominated_node
+        for p in self.handle.nominator.pods_for_node(c.node):
+            if pod_priority(p) < prio:
+                self.handle.nominator.delete(pod_key(p))
+                if clear is not None:
+                    clear(p)
+
+
+def _terminating_by_preemption(p: Obj) -> bool:
+    if not (p.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for cond in (p.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "DisruptionTarget":
+            return bool(cond.get("status") == "True" and cond.get("reason") == "PreemptionByScheduler")
+    return False
+
+
+def new(args: Any, handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(args if isinstance(args, DefaultPreemptionArgs) else DefaultPreemptionArgs(), handle)

@@ -1,0 +1,277 @@
+"""The scheduling queue, black-box with a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kubecore.client.clock import FakeClock, settle
+from kubecore.scheduler import events as ev
+from kubecore.scheduler.events import ActionType, ClusterEvent, QueueingHint
+from kubecore.scheduler.interface import NominatingInfo
+from kubecore.scheduler.plugins.gates import SchedulingGates
+from kubecore.scheduler.podinfo import Obj, QueuedPodInfo
+from kubecore.scheduler.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueError, QueueProfile, SchedulingQueue
+from tests.unit.scheduler.helpers import node, pod
+
+NODE_ADD = ClusterEvent(ev.NODE, ActionType.ADD)
+
+
+def only_big_nodes(p: Obj, old: object, new: object) -> QueueingHint:
+    cpu = ((new or {}).get("status") or {}).get("allocatable", {}).get("cpu", "0") if isinstance(new, dict) else "0"
+    return QueueingHint.QUEUE if int(cpu) >= 8 else QueueingHint.SKIP
+
+
+def make_queue(clock: FakeClock, **kw: object) -> SchedulingQueue:
+    gates = SchedulingGates()
+    hints = [(e.event, "SchedulingGates", e.hint) for e in gates.events_to_register()]
+    hints += [(NODE_ADD, "Fit", None), (ClusterEvent(ev.POD, ActionType.DELETE), "Ports", None),
+              (ClusterEvent(ev.NODE, ActionType.UPDATE_NODE_LABEL), "Picky", only_big_nodes),
+              (NODE_ADD, "Picky", only_big_nodes)]
+    return SchedulingQueue(profiles={"default-scheduler": QueueProfile(pre_enqueue=[gates], hints=hints)},
+                           clock=clock, **kw)  # type: ignore[arg-type]
+
+
+def fail(q: SchedulingQueue, p: QueuedPodInfo, *plugins: str, pending: tuple[str, ...] = ()) -> str:
+    p.unschedulable_plugins = set(plugins)
+    p.pending_plugins = set(pending)
+    return q.add_unschedulable_if_not_present(p)
+
+
+def keys(ps: list[QueuedPodInfo]) -> list[str]:
+    return [p.key for p in ps]
+
+
+def test_priority_first_then_arrival() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    for name, prio in [("a", 0), ("b", 10), ("c", 0), ("d", 10)]:
+        q.add(pod(name, priority=prio))
+        clock.advance(0.001)
+    assert keys(q.pop_batch(10)) == ["default/b", "default/d", "default/a", "default/c"]
+    assert q.pop() is None and q.scheduling_cycle == 4
+
+
+def test_update_of_an_active_pod_reorders_it() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    q.add(pod("b"))
+    q.update(pod("b"), pod("b", priority=5))
+    assert keys(q.pop_batch(2)) == ["default/b", "default/a"]
+
+
+@pytest.mark.parametrize("attempts, backoff", [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (6, 10.0)])
+def test_backoff_doubles_from_one_second_to_ten(attempts: int, backoff: float) -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    for _ in range(attempts - 1):  # earlier attempts: fail, wait the backoff out, pop again
+        p = q.pop()
+        assert p is not None
+        fail(q, p)
+        clock.advance(q.backoff_duration(p.attempts))
+    p = q.pop()
+    assert p is not None and p.attempts == attempts
+    assert fail(q, p) == BACKOFF  # an error (no rejecting plugin) always backs off
+    clock.advance(backoff - 0.001)
+    assert q.pop() is None and q.where("default/a") == BACKOFF
+    clock.advance(0.001)
+    again = q.pop()
+    assert again is not None and again.key == "default/a"
+
+
+def test_unschedulable_pods_move_only_on_events_their_plugins_registered() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("fit"))
+    q.add(pod("ports"))
+    q.add(pod("picky"))
+    p_fit, p_ports, p_picky = q.pop_batch(3)
+    assert fail(q, p_fit, "Fit") == UNSCHEDULABLE
+    assert fail(q, p_ports, "Ports") == UNSCHEDULABLE
+    assert fail(q, p_picky, "Picky") == UNSCHEDULABLE
+    q.assigned_pod_deleted(pod("gone", node_name="n1"))  # Pod/Delete: only "Ports" registered it
+    assert q.where("default/ports") == BACKOFF and q.where("default/fit") == UNSCHEDULABLE
+    q.node_added(node("small", cpu="2"))  # Fit: always; Picky: its hint says SKIP for a small node
+    assert q.where("default/fit") == BACKOFF and q.where("default/picky") == UNSCHEDULABLE
+    clock.advance(5)  # backoff over before the next event: straight to activeQ
+    q.node_updated(node("big", cpu="16"), node("big", cpu="16", labels={"x": "y"}))
+    assert q.where("default/picky") == ACTIVE
+
+
+def test_pending_plugin_requeues_immediately() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    p = q.pop()
+    assert p is not None
+    assert fail(q, p, pending=("Fit",)) == UNSCHEDULABLE
+    q.node_added(node("n"))
+    assert q.where("default/a") == ACTIVE  # no backoff although it failed a moment ago
+
+
+def test_unschedulable_pods_are_flushed_after_five_minutes() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    p = q.pop()
+    assert p is not None and fail(q, p, "Fit") == UNSCHEDULABLE
+    clock.advance(299)
+    assert q.pop() is None
+    clock.advance(31)  # > 5 min, and a 30 s flush tick has passed
+    again = q.pop()
+    assert again is not None and again.key == "default/a"
+
+
+def test_scheduling_gates_hold_a_pod_until_the_last_gate_goes() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    gated = pod("g", schedulingGates=[{"name": "a"}, {"name": "b"}])
+    q.add(gated)
+    assert q.pop() is None
+    assert q.counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
+    one_left = pod("g", schedulingGates=[{"name": "b"}])
+    q.update(gated, one_left)
+    assert q.counts()["gated"] == 1
+    clock.advance(400)  # gated pods are not flushed
+    assert q.pop() is None
+    q.node_added(node("n"))  # not an event the gating plugin registered
+    assert q.pop() is None
+    q.update(one_left, pod("g"))
+    p = q.pop()
+    assert p is not None and p.key == "default/g" and q.counts()["gated"] == 0
+
+
+def test_gate_message_is_upstreams() -> None:
+    st = SchedulingGates().pre_enqueue(pod("g", schedulingGates=[{"name": "a"}, {"name": "b"}]))
+    assert st is not None and st.message() == "waiting for scheduling gates: [a b]"
+
+
+def test_event_during_a_cycle_is_not_lost() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    q.add(pod("b"))
+    a = q.pop()
+    assert a is not None
+    q.node_added(node("n1"))  # while "a" is in flight: recorded
+    b = q.pop()
+    assert b is not None
+    # "a" failed because of Fit: the node that arrived meanwhile may help: not parked.
+    assert fail(q, a, "Fit") == BACKOFF
+    # "b" was popped after the event: it has nothing to replay.
+    assert fail(q, b, "Fit") == UNSCHEDULABLE
+
+
+def test_in_flight_events_are_dropped_when_no_one_needs_them() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    a = q.pop()
+    assert a is not None
+    q.node_added(node("n1"))
+    q.done(a.key)
+    assert q._inflight.recorded == 0  # noqa: SLF001 - the bound the design promises
+    q.node_added(node("n2"))  # nothing in flight: nothing recorded
+    assert q._inflight.recorded == 0  # noqa: SLF001
+
+
+def test_an_update_of_an_in_flight_pod_is_replayed() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("g"))
+    p = q.pop()
+    assert p is not None
+    q.update(pod("g", schedulingGates=[{"name": "x"}]), pod("g"))  # gates eliminated while in flight
+    assert fail(q, p, "SchedulingGates") == BACKOFF
+
+
+def test_activate_and_delete() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    q.add(pod("b"))
+    a, b = q.pop_batch(2)
+    fail(q, a, "Fit")
+    q.activate([pod("a")])
+    assert q.where("default/a") == ACTIVE
+    q.activate([pod("b")])  # in flight: remembered as an event for it
+    assert fail(q, b, "Fit") == BACKOFF
+    q.delete(pod("a"))
+    q.delete(pod("b"))
+    assert len(q) == 0
+
+
+def test_adding_back_a_queued_pod_is_an_error() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    stray = QueuedPodInfo(pod("a"), timestamp=clock.now())  # the same pod, handed back twice
+    with pytest.raises(QueueError, match="already present in the active queue"):
+        q.add_unschedulable_if_not_present(stray)
+
+
+def test_an_add_for_a_pod_in_flight_does_not_queue_it_twice() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    p = q.pop()
+    assert p is not None
+    q.add(pod("a"))  # a relist while it is being scheduled
+    assert q.pop() is None
+
+
+def test_nominated_pods() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    p = pod("a", priority=5)
+    p["status"] = {"nominatedNodeName": "n1"}
+    q.add(p)
+    assert [x["metadata"]["name"] for x in q.nominator.pods_for_node("n1")] == ["a"]
+    q.add_nominated_pod(p, NominatingInfo("n2"))
+    assert q.nominator.pods_for_node("n1") == [] and q.nominator.node_of("default/a") == "n2"
+    assert [k for k, _, _ in q.nominator.higher_or_equal(5, exclude="x")] == ["default/a"]
+    assert q.nominator.higher_or_equal(6, exclude="x") == []
+    q.delete(p)
+    assert not q.nominator
+
+
+async def test_pop_wait_sleeps_until_an_add_or_a_backoff_expiry() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    got: list[str] = []
+
+    async def consumer() -> None:
+        while True:
+            got.append((await q.pop_wait()).key)
+
+    task = asyncio.create_task(consumer())
+    await settle()
+    q.add(pod("a"))
+    await settle()
+    assert got == ["default/a"]
+    p = q.get("default/a")
+    assert p is None  # popped
+    inflight = q.in_flight()
+    assert inflight == ["default/a"]
+    q.add(pod("b"))
+    await settle()
+    assert got == ["default/a", "default/b"]
+    task.cancel()
+
+
+async def test_pop_wait_wakes_at_the_backoff_deadline() -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
+    q.add(pod("a"))
+    p = q.pop()
+    assert p is not None and fail(q, p) == BACKOFF
+    waiter = asyncio.create_task(q.pop_wait())
+    await settle()
+    assert not waiter.done()
+    await clock.step(0.5)
+    assert not waiter.done()
+    await clock.step(0.5)
+    assert waiter.done() and waiter.result().key == "default/a"
