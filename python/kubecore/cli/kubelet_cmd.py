@@ -1,0 +1,257 @@
+"""`kubecore kubelet` (one node) and `kubecore hollow-nodes` (many simulated nodes in one process).
+
+    kubecore kubelet --kubeconfig K --node-name N --runtime sim [--cpu 4 --memory 32Gi --pods 110]
+    kubecore hollow-nodes --kubeconfig K --count 1000 [--prefix hollow-node-]
+
+Capacity: a `kubelet` reports this machine's CPUs, memory and root file system unless --cpu,
+--memory or --ephemeral-storage say otherwise; hollow nodes claim 4 CPUs, 32Gi and 100Gi each.
+Flags follow the kubelet's names where it has them: --node-ip, --pod-cidr, --node-labels
+(k=v,...), --register-with-taints (key=value:Effect,...), --node-status-update-frequency,
+--node-status-report-frequency, --node-lease-duration-seconds, --sync-frequency, --kube-api-qps,
+--kube-api-burst. The only runtime so far is `sim` (the simulated runtime; see
+kubecore.kubelet.sim.behaviour for the annotations that steer it).
+
+Progress goes to stderr; SIGINT/SIGTERM stop cleanly (the simulated containers go with the
+process). A bad flag, an unreadable kubeconfig or an API server that cannot be reached exits
+non-zero with a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubecore.cli.controller_manager_cmd import parse_duration, run_loop
+
+RUNTIMES = ("sim",)
+
+
+def _key_values(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key:
+            raise argparse.ArgumentTypeError(f"expected key=value, not {part!r}")
+        out[key] = value
+    return out
+
+
+def _taints(text: str) -> list[dict[str, str]]:
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kv, sep, effect = part.rpartition(":")
+        if not sep or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise argparse.ArgumentTypeError(f"expected key[=value]:NoSchedule|PreferNoSchedule|NoExecute, not {part!r}")
+        key, _, value = kv.partition("=")
+        taint = {"key": key, "effect": effect}
+        if value:
+            taint["value"] = value
+        out.append(taint)
+    return out
+
+
+def _common(p: argparse.ArgumentParser, *, capacity_default: str) -> None:
+    p.add_argument("--kubeconfig", type=Path, default=None, help="kubeconfig of the API server (default: $KUBECONFIG)")
+    p.add_argument("--cpu", default=None, help=f"CPU capacity reported (default: {capacity_default})")
+    p.add_argument("--memory", default=None, help=f"memory capacity reported (default: {capacity_default})")
+    p.add_argument("--pods", type=int, default=110, help="pod capacity (default 110)")
+    p.add_argument("--ephemeral-storage", default=None,
+                   help=f"ephemeral-storage capacity (default: {capacity_default})")
+    p.add_argument("--node-labels", type=_key_values, default={}, metavar="K=V,...")
+    p.add_argument("--instance-type", default=None, help="sets node.kubernetes.io/instance-type")
+    p.add_argument("--node-status-update-frequency", type=parse_duration, default=10.0, metavar="DURATION")
+    p.add_argument("--node-status-report-frequency", type=parse_duration, default=300.0, metavar="DURATION")
+    p.add_argument("--node-lease-duration-seconds", type=int, default=40)
+    p.add_argument("--kube-api-qps", type=float, default=None, help="client requests per second (<= 0: no limit)")
+    p.add_argument("--kube-api-burst", type=int, default=None)
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("kubelet", help="run a node agent (kubelet) for one node")
+    _common(p, capacity_default="this machine's")
+    p.add_argument("--node-name", default=None, help="the Node's name (default: this machine's hostname)")
+    p.add_argument("--runtime", choices=RUNTIMES, default="sim", help="container runtime (default sim)")
+    p.add_argument("--node-ip", default=None, help="InternalIP to report (default: this machine's address)")
+    p.add_argument("--pod-cidr", default=None, help="pod CIDR when the node has no spec.podCIDR")
+    p.add_argument("--register-with-taints", type=_taints, default=[], metavar="K=V:EFFECT,...")
+    p.add_argument("--sync-frequency", type=parse_duration, default=60.0, metavar="DURATION",
+                   help="every pod is synced at least this often (default 1m)")
+    p.add_argument("--record-events", action=argparse.BooleanOptionalAction, default=True,
+                   help="write Events (default: on)")
+    p.set_defaults(run=_run_kubelet)
+
+    h = sub.add_parser("hollow-nodes", help="run N simulated (hollow) nodes in one process, like kubemark")
+    _common(h, capacity_default="4 CPUs, 32Gi memory, 100Gi ephemeral-storage")
+    h.add_argument("--count", type=int, required=True, help="how many nodes")
+    h.add_argument("--prefix", default="hollow-node-", help="node name prefix (default hollow-node-)")
+    h.add_argument("--first-index", type=int, default=0, help="number of the first node (default 0)")
+    h.add_argument("--status-workers", type=int, default=32, help="concurrent pod status writes (default 32)")
+    h.add_argument("--register-concurrency", type=int, default=32, help="nodes registering at once (default 32)")
+    h.add_argument("--record-events", action=argparse.BooleanOptionalAction, default=False,
+                   help="write Events (default: off, to spare the API server)")
+    h.set_defaults(run=_run_hollow)
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname).1s %(name)s: %(message)s")
+
+
+def _say(message: str) -> None:
+    print(f"kubecore: {message}", file=sys.stderr, flush=True)
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"kubecore: error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+def _client(args: argparse.Namespace, *, qps: float, burst: int) -> Any:
+    from kubecore.client.config import load_kubeconfig
+    from kubecore.client.rest import RestClient
+
+    config = load_kubeconfig(args.kubeconfig)
+    config.qps = qps if args.kube_api_qps is None else args.kube_api_qps
+    config.burst = burst if args.kube_api_burst is None else args.kube_api_burst
+    config.user_agent = "kubelet/kubecore"
+    return RestClient(config)
+
+
+def _run_kubelet(args: argparse.Namespace) -> int:
+    from kubecore.client.config import ConfigError
+    from kubecore.kubelet.config import KubeletConfig, default_node_ip, machine_capacity
+
+    _configure_logging(args.verbose)
+    machine = machine_capacity()
+    try:
+        config = KubeletConfig(
+            node_name=args.node_name or socket.gethostname().lower(), cpu=args.cpu or machine["cpu"],
+            memory=args.memory or machine["memory"], pods=args.pods,
+            ephemeral_storage=args.ephemeral_storage or machine["ephemeral-storage"], labels=args.node_labels,
+            taints=args.register_with_taints, instance_type=args.instance_type, node_ip=args.node_ip,
+            pod_cidr=args.pod_cidr, node_status_update_frequency=args.node_status_update_frequency,
+            node_status_report_frequency=args.node_status_report_frequency,
+            node_lease_duration=args.node_lease_duration_seconds, resync_interval=args.sync_frequency,
+            record_events=args.record_events)
+        rest = _client(args, qps=50.0, burst=100)
+    except (ConfigError, ValueError) as e:
+        return _fail(str(e), 2)
+    return run_loop(_until_signalled(_serve_one(rest, config, node_ip=args.node_ip or default_node_ip())))
+
+
+def _run_hollow(args: argparse.Namespace) -> int:
+    from kubecore.client.config import ConfigError
+    from kubecore.kubelet.hollow import HollowOptions
+
+    _configure_logging(args.verbose)
+    try:
+        options = HollowOptions(
+            count=args.count, prefix=args.prefix, first_index=args.first_index, cpu=args.cpu or "4",
+            memory=args.memory or "32Gi", pods=args.pods, ephemeral_storage=args.ephemeral_storage or "100Gi",
+            instance_type=args.instance_type,
+            labels=args.node_labels, record_events=args.record_events)
+        options_extra = {"node_status_update_frequency": args.node_status_update_frequency,
+                         "node_status_report_frequency": args.node_status_report_frequency,
+                         "node_lease_duration": args.node_lease_duration_seconds}
+        rest = _client(args, qps=0.0, burst=1)
+    except (ConfigError, ValueError) as e:
+        return _fail(str(e), 2)
+    return run_loop(_until_signalled(_serve_hollow(rest, options, options_extra, workers=args.status_workers,
+                                                   concurrency=args.register_concurrency)))
+
+
+GC_THRESHOLDS = (20_000, 20, 20)
+
+
+def _settle_heap() -> None:
+    """Once running: what start-up built (every node's state) moves to the permanent generation and
+    young collections run every 20,000 allocations, not 700 — full collections of a process with
+    thousands of nodes otherwise stall every kubelet in it for a few hundred milliseconds."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+async def _reachable(rest: Any) -> str | None:
+    """None when the API server answers discovery (a few quick retries, not the client's ten)."""
+    from kubecore.client import errors
+
+    saved, rest.config.max_retries = rest.config.max_retries, 2
+    try:
+        await rest.resource("v1", "pods")
+    except errors.ClientError as e:
+        return f"cannot reach the API server at {rest.config.server}: {e}"
+    finally:
+        rest.config.max_retries = saved
+    return None
+
+
+async def _serve_one(rest: Any, config: Any, *, node_ip: str) -> int:
+    from kubecore.kubelet.hollow import sim_kubelet
+    from kubecore.kubelet.host import KubeletHost
+
+    async with rest:
+        problem = await _reachable(rest)
+        if problem:
+            return _fail(problem)
+        host = KubeletHost(rest, record_events=config.record_events)
+        sim_kubelet(host, config, node_ip=node_ip)
+        _say(f"kubelet for node {config.node_name} (runtime sim, InternalIP {node_ip}) starting")
+        try:
+            await host.start(progress=_say)
+            _settle_heap()
+            _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
+            await asyncio.Event().wait()
+        finally:
+            await host.stop()
+    return 0
+
+
+async def _serve_hollow(rest: Any, options: Any, extra: dict[str, Any], *, workers: int, concurrency: int) -> int:
+    from kubecore.kubelet.hollow import add_hollow_nodes
+    from kubecore.kubelet.host import KubeletHost
+
+    async with rest:
+        problem = await _reachable(rest)
+        if problem:
+            return _fail(problem)
+        host = KubeletHost(rest, status_workers=workers, record_events=options.record_events)
+        for kubelet in add_hollow_nodes(host, options):
+            for key, value in extra.items():
+                setattr(kubelet.config, key, value)
+        last = options.first_index + options.count - 1
+        _say(f"{options.count} hollow node(s) {options.prefix}{options.first_index}..{options.prefix}{last} starting")
+        try:
+            await host.start(progress=_say, register_concurrency=concurrency)
+            _settle_heap()
+            _say("all hollow nodes registered; Ctrl-C stops")
+            await asyncio.Event().wait()
+        finally:
+            await host.stop()
+    return 0
+
+
+async def _until_signalled(main: Any) -> int:
+    """Run `main` until it returns or SIGINT/SIGTERM arrives (then cancel it and let it clean up)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    work: asyncio.Task[int] = asyncio.ensure_future(main)
+    signalled = asyncio.ensure_future(stop.wait())
+    await asyncio.wait((work, signalled), return_when=asyncio.FIRST_COMPLETED)
+    if work.done():
+        signalled.cancel()
+        return work.result()
+    work.cancel()
+    await asyncio.gather(work, return_exceptions=True)
+    _say("stopped")
+    return 0

@@ -1,0 +1,27 @@
+"""The node agent: a kubelet above the CRI runtime interface, and a simulated runtime for hollow nodes.
+
+Layers, bottom up (each module is one idea; its docstring says what upstream code it follows):
+
+    cri.py              the runtime interface: CRI's services and messages (asyncio + msgspec)
+    sim/                a runtime without processes (hollow nodes): runtime + IPAM, annotations + probe answers
+    runtime_status.py   the runtime's view of a pod, and the PLEG's cache of it
+    actions.py          computePodActions: what a sync must do (pure)
+    runtime_config.py   PodSandboxConfig / ContainerConfig from a pod
+    handlers.py         running exec/httpGet/tcpSocket probes and lifecycle hooks for real
+    runtime_manager.py  SyncPod / KillPod / killContainer over CRI, image pulls, crash-loop back-off
+    backoff.py          per-key exponential back-off, the reason cache
+    status_gen.py       the pod status: phase, conditions, container statuses (pure)
+    status_manager.py   writing statuses (strategic merge patch), the final delete
+    pod_workers.py      one serial worker per pod: syncing, terminating, terminated
+    pleg.py             relisting and runtime events -> pod changes
+    probes.py           liveness/readiness/startup workers on timers
+    node_status.py      the Node object and its status setters (pure)
+    node_agent.py       registration (create or adopt), status updates, the node Lease
+    timers.py           one timer heap for all periodic work, tracked background jobs
+    config.py           KubeletConfig and the machine's facts
+    kubelet.py          one node's kubelet, wiring the above
+    host.py             what kubelets in one process share: client, watches, timers, writer
+    hollow.py           building N hollow (simulated) nodes in one host
+
+Run one with `kubecore kubelet --runtime sim`, many with `kubecore hollow-nodes --count N`.
+"""

@@ -1,0 +1,169 @@
+"""The CRI configs the kubelet builds from a pod: PodSandboxConfig and ContainerConfig (upstream
+kuberuntime_sandbox.go generatePodSandboxConfig and kuberuntime_container.go
+generateContainerConfig), reduced to what this kubelet reads back or a runtime needs to run it.
+
+Sandbox: metadata (name, namespace, uid, attempt), hostname (spec.hostname, else the pod name,
+cut to 63 characters), log directory /var/log/pods/<ns>_<name>_<uid>, labels = the pod's labels
+plus io.kubernetes.pod.{name,namespace,uid}, annotations = the pod's plus kubecore.io/pod-restart-policy
+(upstream's kubelet does not pass the restart policy; a simulated runtime needs it), port mappings of container
+ports with a hostPort, DNS servers/searches/options from spec.dnsConfig, and Linux namespaces
+(NODE network/PID/IPC for hostNetwork/hostPID/hostIPC).
+
+Container: metadata (name, attempt = restart count), image (the resolved ref, with the user's
+name), command/args/workingDir, environment (plain values and fieldRef to the pod's name,
+namespace, uid, node, service account, IPs; other sources are left to the runtime half of the
+kubelet), labels io.kubernetes.pod.* + io.kubernetes.container.name, annotations the kubelet reads
+back (hash, restartCount, termination message path/policy, pod grace period) and
+kubecore.io/container-type (init, sidecar or container), log path
+<name>/<restartCount>.log, stdin/tty, and Linux resources from requests/limits (cpu shares =
+milliCPU * 1024 / 1000 with a minimum of 2, CFS quota = milliCPU * 100000 / 1000 per 100 ms
+period, memory limit in bytes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubecore.api import quantity
+from kubecore.kubelet import cri, podutil
+
+Obj = dict[str, Any]
+
+LOG_ROOT = "/var/log/pods"
+MIN_SHARES = 2
+SHARES_PER_CPU = 1024
+CFS_PERIOD_US = 100_000
+
+
+def pod_log_dir(pod: Obj) -> str:
+    m = podutil.meta(pod)
+    return f"{LOG_ROOT}/{m.get('namespace')}_{m.get('name')}_{m.get('uid')}"
+
+
+def pod_labels(pod: Obj) -> dict[str, str]:
+    m = podutil.meta(pod)
+    return {cri.POD_NAME_LABEL: str(m.get("name") or ""), cri.POD_NAMESPACE_LABEL: str(m.get("namespace") or ""),
+            cri.POD_UID_LABEL: str(m.get("uid") or "")}
+
+
+def sandbox_config(pod: Obj, attempt: int) -> cri.PodSandboxConfig:
+    m, spec = podutil.meta(pod), podutil.spec(pod)
+    hostname = str(spec.get("hostname") or m.get("name") or "")[:63].rstrip("-.")
+    labels = {**(m.get("labels") or {}), **pod_labels(pod)}
+    ports: list[cri.PortMapping] = []
+    for c in podutil.containers(pod):
+        for p in c.get("ports") or []:
+            if p.get("hostPort"):
+                proto = cri.Protocol_[str(p.get("protocol") or "TCP")] if p.get("protocol") in ("TCP", "UDP", "SCTP") \
+                    else cri.Protocol_.TCP
+                ports.append(cri.PortMapping(protocol=proto, container_port=int(p.get("containerPort") or 0),
+                                             host_port=int(p["hostPort"]), host_ip=str(p.get("hostIP") or "")))
+    dns = spec.get("dnsConfig") or {}
+    dns_config = cri.DNSConfig(servers=list(dns.get("nameservers") or []), searches=list(dns.get("searches") or []),
+                               options=[_dns_option(o) for o in dns.get("options") or []]) if dns else None
+    ns = cri.NamespaceOption(
+        network=cri.NamespaceMode.NODE if spec.get("hostNetwork") else cri.NamespaceMode.POD,
+        pid=cri.NamespaceMode.NODE if spec.get("hostPID") else cri.NamespaceMode.CONTAINER,
+        ipc=cri.NamespaceMode.NODE if spec.get("hostIPC") else cri.NamespaceMode.POD)
+    privileged = any(((c.get("securityContext") or {}).get("privileged")) for c in
+                     [*podutil.containers(pod), *podutil.init_containers(pod)])
+    return cri.PodSandboxConfig(
+        metadata=cri.PodSandboxMetadata(name=str(m.get("name") or ""), uid=str(m.get("uid") or ""),
+                                        namespace=str(m.get("namespace") or ""), attempt=attempt),
+        hostname=hostname, log_directory=pod_log_dir(pod), dns_config=dns_config, port_mappings=ports,
+        labels=labels, annotations={**(m.get("annotations") or {}),
+                                    cri.POD_RESTART_POLICY_ANNOTATION: podutil.restart_policy(pod)},
+        linux=cri.LinuxPodSandboxConfig(security_context=cri.LinuxSandboxSecurityContext(
+            namespace_options=ns, privileged=bool(privileged))))
+
+
+def _dns_option(option: Obj) -> str:
+    name = str(option.get("name") or "")
+    value = option.get("value")
+    return f"{name}:{value}" if value is not None else name
+
+
+def _field_ref(pod: Obj, path: str, *, node_name: str, host_ips: list[str]) -> str | None:
+    m, spec, status = podutil.meta(pod), podutil.spec(pod), pod.get("status") or {}
+    if path.startswith("metadata.labels['") or path.startswith("metadata.annotations['"):
+        key = path.split("['", 1)[1].rstrip("']")
+        section = m.get("labels" if path.startswith("metadata.labels") else "annotations") or {}
+        return str(section.get(key, ""))
+    simple = {
+        "metadata.name": m.get("name"), "metadata.namespace": m.get("namespace"), "metadata.uid": m.get("uid"),
+        "spec.nodeName": spec.get("nodeName") or node_name, "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.hostIP": host_ips[0] if host_ips else "", "status.hostIPs": ",".join(host_ips),
+        "status.podIP": status.get("podIP"), "status.podIPs": ",".join(str(p.get("ip")) for p in
+                                                                        status.get("podIPs") or []),
+    }
+    value = simple.get(path)
+    return None if value is None and path not in simple else str(value or "")
+
+
+def container_env(pod: Obj, container: Obj, *, node_name: str, host_ips: list[str]) -> list[cri.KeyValue]:
+    out: list[cri.KeyValue] = []
+    for e in container.get("env") or []:
+        name = str(e.get("name") or "")
+        if "value" in e or not e.get("valueFrom"):
+            out.append(cri.KeyValue(key=name, value=str(e.get("value") or "")))
+            continue
+        ref = (e.get("valueFrom") or {}).get("fieldRef")
+        if ref:
+            value = _field_ref(pod, str(ref.get("fieldPath") or ""), node_name=node_name, host_ips=host_ips)
+            if value is not None:
+                out.append(cri.KeyValue(key=name, value=value))
+    return out
+
+
+def _amount(section: Any, name: str) -> quantity.Quantity | None:
+    if not isinstance(section, dict) or section.get(name) is None:
+        return None
+    try:
+        return quantity.parse_json(section[name])
+    except quantity.QuantityError:
+        return None
+
+
+def linux_resources(container: Obj) -> cri.LinuxContainerResources:
+    res = container.get("resources") or {}
+    requests, limits = res.get("requests") or {}, res.get("limits") or {}
+    req_cpu = _amount(requests, "cpu") or _amount(limits, "cpu")
+    milli = req_cpu.milli_value() if req_cpu is not None else 0
+    shares = max(MIN_SHARES, milli * SHARES_PER_CPU // 1000) if milli else MIN_SHARES
+    lim_cpu = _amount(limits, "cpu")
+    quota = lim_cpu.milli_value() * CFS_PERIOD_US // 1000 if lim_cpu is not None else 0
+    memory = _amount(limits, "memory")
+    return cri.LinuxContainerResources(cpu_period=CFS_PERIOD_US if quota else 0, cpu_quota=quota, cpu_shares=shares,
+                                       memory_limit_in_bytes=memory.value() if memory is not None else 0)
+
+
+def container_type(pod: Obj, container: Obj) -> str:
+    name = container.get("name")
+    if any(c.get("name") == name for c in podutil.init_containers(pod)):
+        return cri.CONTAINER_TYPE_SIDECAR if podutil.is_restartable_init_container(container) else cri.CONTAINER_TYPE_INIT
+    return cri.CONTAINER_TYPE_CONTAINER
+
+
+def container_config(pod: Obj, container: Obj, *, restart_count: int, image_ref: str, node_name: str,
+                     host_ips: list[str]) -> cri.ContainerConfig:
+    name = str(container.get("name") or "")
+    labels = {**pod_labels(pod), cri.CONTAINER_NAME_LABEL: name}
+    annotations = {
+        cri.CONTAINER_HASH_ANNOTATION: podutil.container_hash(container),
+        cri.CONTAINER_RESTART_COUNT_ANNOTATION: str(restart_count),
+        cri.CONTAINER_TERMINATION_MESSAGE_PATH_ANNOTATION: str(container.get("terminationMessagePath")
+                                                                or "/dev/termination-log"),
+        cri.CONTAINER_TERMINATION_MESSAGE_POLICY_ANNOTATION: str(container.get("terminationMessagePolicy") or "File"),
+        cri.POD_TERMINATION_GRACE_PERIOD_ANNOTATION: str(podutil.spec(pod).get("terminationGracePeriodSeconds")
+                                                         or podutil.DEFAULT_TERMINATION_GRACE),
+        cri.CONTAINER_TYPE_ANNOTATION: container_type(pod, container),
+    }
+    return cri.ContainerConfig(
+        metadata=cri.ContainerMetadata(name=name, attempt=restart_count),
+        image=cri.ImageSpec(image=image_ref, user_specified_image=str(container.get("image") or "")),
+        command=[str(x) for x in container.get("command") or []], args=[str(x) for x in container.get("args") or []],
+        working_dir=str(container.get("workingDir") or ""),
+        envs=container_env(pod, container, node_name=node_name, host_ips=host_ips),
+        labels=labels, annotations=annotations, log_path=f"{name}/{restart_count}.log",
+        stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")), tty=bool(container.get("tty")),
+        linux=cri.LinuxContainerConfig(resources=linux_resources(container)))
