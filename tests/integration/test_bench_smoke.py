@@ -116,3 +116,13 @@ def test_store_vs_etcd_quick_document(tmp_path: Path) -> None:
         assert passed == expected, t
     # quick runs use far fewer than 1M keys and must say so
     assert "not 1M" in by_name["reopen of 1M keys < 2 s"].get("note", ""), by_name["reopen of 1M keys < 2 s"]
+
+
+def test_sched_inprocess_small_run_binds_every_pod() -> None:
+    """bench.sched_inprocess at a small size: every pod bound, a positive rate in the document."""
+    proc = subprocess.run([sys.executable, "-m", "bench.sched_inprocess", "--nodes", "200", "--init-pods", "50",
+                           "--pods", "500", "--runs", "1", "--confirm"],
+                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["pods"] == 500 and len(doc["runs_pods_per_s"]) == 1 and doc["median_pods_per_s"] > 0
