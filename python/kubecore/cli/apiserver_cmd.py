@@ -10,6 +10,7 @@ from typing import Any
 from kubecore.store import LockedError, StoreError
 
 DEFAULT_LISTEN = "127.0.0.1:6443"
+RUNTIMES = ("auto", "sim")
 
 
 def register(sub: Any) -> None:
@@ -17,12 +18,33 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", required=True, type=Path, help="where the store lives")
     p.add_argument("--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT (default {DEFAULT_LISTEN}; plain HTTP)")
     p.set_defaults(run=lambda a: _run(a, kubeconfig=False))
-    p = sub.add_parser("up", help="start a cluster in DIR (API server + controller manager) and write DIR/kubeconfig")
+    p = sub.add_parser("up", help="start a cluster in DIR (API server, controller manager, scheduler, optional "
+                                  "simulated nodes) and write DIR/kubeconfig")
     p.add_argument("--data-dir", required=True, type=Path)
     p.add_argument("--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT (default {DEFAULT_LISTEN})")
     p.add_argument("--controllers", default="*",
-                   help='controllers to run in-process (as controller-manager --controllers); "" runs none')
+                   help='controllers to run (as controller-manager --controllers); "" runs no controller manager')
+    p.add_argument("--scheduler", action=argparse.BooleanOptionalAction, default=True,
+                   help="run the scheduler (default: on)")
+    p.add_argument("--scheduler-config", type=Path, default=None, metavar="FILE",
+                   help="the scheduler's KubeSchedulerConfiguration (scheduler --config)")
+    p.add_argument("--scheduler-metrics-port", type=int, default=10259, metavar="PORT",
+                   help="the scheduler's metrics port on 127.0.0.1 (default 10259; 0: off)")
+    p.add_argument("--nodes", type=_node_count, default=0, metavar="N",
+                   help="also run N simulated nodes (one `kubecore hollow-nodes` process; default 0)")
+    p.add_argument("--runtime", choices=RUNTIMES, default="auto",
+                   help="the nodes' container runtime: sim (the only one so far; auto picks it)")
     p.set_defaults(run=lambda a: _run(a, kubeconfig=True))
+
+
+def _node_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of nodes (0 or more), got {text!r}")
+    return n
 
 
 def _run(args: argparse.Namespace, *, kubeconfig: bool) -> int:
@@ -38,9 +60,10 @@ def _run(args: argparse.Namespace, *, kubeconfig: bool) -> int:
         args.data_dir.mkdir(parents=True, exist_ok=True)
         path = write_kubeconfig(args.data_dir, listen)
         ready += f"\n  export KUBECONFIG={path.resolve()}\n  kubectl get namespaces\nCtrl-C stops it; run the same command again to resume."
+    children = up_children(args, kubeconfig=path) if kubeconfig else []
     try:
-        if kubeconfig and args.controllers.strip():
-            _serve_with_controllers(args.data_dir, listen, ready=ready, kubeconfig=path, controllers=args.controllers)
+        if children:
+            _serve_with_children(args.data_dir, listen, ready=ready, children=children)
         else:
             serve(args.data_dir, listen, on_ready=ready)
     except LockedError:
@@ -55,14 +78,35 @@ def _run(args: argparse.Namespace, *, kubeconfig: bool) -> int:
     return 0
 
 
-def _serve_with_controllers(data_dir: Path, listen: Any, *, ready: str, kubeconfig: Path, controllers: str) -> None:
-    """`up`: the API server, and once it is ready the controller manager as a supervised child
-    process (see `kubecore.cli.supervise`)."""
+def up_children(args: argparse.Namespace, *, kubeconfig: Path) -> list[Any]:
+    """`up`'s components besides the API server, in start order: the controller manager (unless
+    --controllers ""), the scheduler (unless --no-scheduler), the hollow nodes (with --nodes N)."""
+    from kubecore.cli.supervise import ChildSpec
+
+    base = [sys.executable, "-m", "kubecore.cli.main"]
+    children = []
+    if args.controllers.strip():
+        children.append(ChildSpec("the controller manager", [
+            *base, "controller-manager", "--kubeconfig", str(kubeconfig), "--controllers", args.controllers]))
+    if args.scheduler:
+        argv = [*base, "scheduler", "--kubeconfig", str(kubeconfig), "--metrics-port", str(args.scheduler_metrics_port)]
+        if args.scheduler_config is not None:
+            argv += ["--config", str(args.scheduler_config)]
+        children.append(ChildSpec("the scheduler", argv))
+    if args.nodes:
+        if args.runtime == "auto":
+            print("kubecore: --runtime auto: the nodes use the sim runtime (simulated containers; the only "
+                  "runtime so far)", file=sys.stderr)
+        children.append(ChildSpec("the hollow nodes", [
+            *base, "hollow-nodes", "--kubeconfig", str(kubeconfig), "--count", str(args.nodes)]))
+    return children
+
+
+def _serve_with_children(data_dir: Path, listen: Any, *, ready: str, children: list[Any]) -> None:
+    """`up`: the API server, and once it is ready the other components as supervised child
+    processes (see `kubecore.cli.supervise`)."""
     from kubecore.apiserver.server import run
     from kubecore.cli.controller_manager_cmd import run_loop, wait_ready
-    from kubecore.cli.supervise import ChildSpec, serve_with_children
+    from kubecore.cli.supervise import serve_with_children
 
-    children = [ChildSpec("the controller manager", [
-        sys.executable, "-m", "kubecore.cli.main", "controller-manager", "--kubeconfig", str(kubeconfig),
-        "--controllers", controllers])]
     run_loop(serve_with_children(run(data_dir, listen, on_ready=ready), lambda: wait_ready(listen.url), children))

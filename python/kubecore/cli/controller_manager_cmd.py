@@ -119,10 +119,13 @@ def _run(args: argparse.Namespace) -> int:
     except (UnknownController, ValueError) as e:
         print(f"kubecore: error: {e}", file=sys.stderr)
         return 2
-    return run_loop(_until_signalled(manager.run()))
+    return run_loop(until_signalled(manager.run()))
 
 
-async def _until_signalled(main: Any) -> int:
+async def until_signalled(main: Any, *, component: str = "controller manager") -> int:
+    """Runs a component's main coroutine until it returns or SIGINT/SIGTERM cancels it (exit 0);
+    leader-election timings that do not fit together (ValueError) exit 2, a port it cannot listen
+    on (OSError) exit 1, each with the message."""
     task: asyncio.Task[int] = asyncio.ensure_future(main)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -130,8 +133,14 @@ async def _until_signalled(main: Any) -> int:
     try:
         return await task
     except asyncio.CancelledError:
-        print("kubecore: controller manager stopped", file=sys.stderr, flush=True)
+        print(f"kubecore: {component} stopped", file=sys.stderr, flush=True)
         return 0
+    except ValueError as e:
+        print(f"kubecore: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    except OSError as e:  # a port it serves on (metrics) is taken
+        print(f"kubecore: error: {e}", file=sys.stderr, flush=True)
+        return 1
 
 
 def run_loop(coro: Any) -> int:

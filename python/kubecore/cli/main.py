@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubecore.cli import apiserver_cmd, controller_manager_cmd, kubelet_cmd, store_cmd
+from kubecore.cli import apiserver_cmd, controller_manager_cmd, kubelet_cmd, scheduler_cmd, store_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver_cmd.register(sub)
     controller_manager_cmd.register(sub)
     kubelet_cmd.register(sub)
+    scheduler_cmd.register(sub)
     return parser
 
 

@@ -1,0 +1,200 @@
+"""What the scheduler writes to the API server (upstream schedule_one.go's I/O and
+preemption's victim handling), as the `Services` and `Driver` callbacks a process plugs in.
+
+    writes = ApiWrites(rest, recorder, tasks=TaskSet(), clock=clock, lookup=latest_pod_by_key)
+    services = Services(bind=writes.bind, evict=writes.evict, clear_nominated_node=writes.clear_nominated_node)
+    Driver(core, on_bound=writes.scheduled, on_failed=writes.failed)
+
+- `bind(pod, node)`: POST pods/<name>/binding with a v1 Binding whose target is the Node (and
+  the pod's uid, so a re-created pod of the same name is never bound by mistake).
+- `scheduled(bound)`: a Normal `Scheduled` event "Successfully assigned ns/name to node".
+- `failed(f)`: a Warning `FailedScheduling` event carrying the FitError message (cut to 1024
+  characters, as upstream), then, unless the pod is gone or got bound meanwhile, the PodScheduled
+  condition False with `f.reason` (Unschedulable, or SchedulerError) and the message, and
+  status.nominatedNodeName when preemption nominated a node — one strategic-merge PATCH of
+  pods/status, skipped when nothing would change (upstream updatePod).
+- `evict(victim, preemptor, node)`: the DisruptionTarget condition (reason PreemptionByScheduler)
+  on the victim, then DELETE with its uid as precondition, and a Normal `Preempted` event.
+- `clear_nominated_node(pod)`: PATCH status.nominatedNodeName to null.
+
+Everything but `bind` is fire and forget: a task in `tasks`, errors logged, never raised into
+the scheduling loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from kubecore.client.clock import REAL_CLOCK, Clock
+from kubecore.client.errors import ApiError, NotFound
+from kubecore.client.events import NORMAL, WARNING, EventRecorder
+from kubecore.client.events_cache import rfc3339
+from kubecore.client.rest import RestClient
+from kubecore.scheduler.binding import Bound
+from kubecore.scheduler.interface import NominatingMode
+from kubecore.scheduler.podinfo import Obj, pod_key, scheduler_name
+from kubecore.scheduler.schedule_one import Failed
+
+__all__ = ["ApiWrites", "TaskSet", "pod_reference", "truncate_message", "MESSAGE_SIZE_LIMIT"]
+
+log = logging.getLogger(__name__)
+
+MESSAGE_SIZE_LIMIT = 1024
+"""Upstream's cap on a FailedScheduling event's message."""
+STRATEGIC = "strategic"
+
+
+def truncate_message(message: str) -> str:
+    if len(message) <= MESSAGE_SIZE_LIMIT:
+        return message
+    return message[:MESSAGE_SIZE_LIMIT - 3] + "..."
+
+
+def pod_reference(pod: Obj) -> Obj:
+    """The involvedObject of an event about `pod` (informer objects carry no kind)."""
+    meta = pod.get("metadata") or {}
+    ref = {"kind": "Pod", "apiVersion": "v1", "namespace": meta.get("namespace") or "default",
+           "name": meta.get("name", ""), "uid": meta.get("uid", ""), "resourceVersion": meta.get("resourceVersion", "")}
+    return {k: v for k, v in ref.items() if v}
+
+
+def _pod_path(pod: Obj, sub: str = "") -> str:
+    meta = pod.get("metadata") or {}
+    path = f"/api/v1/namespaces/{meta.get('namespace') or 'default'}/pods/{meta.get('name', '')}"
+    return f"{path}/{sub}" if sub else path
+
+
+class TaskSet:
+    """Fire-and-forget tasks kept alive until done; `drain` waits for them (shutdown, tests)."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, what: str, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(self._logged(what, coro))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _logged(what: str, coro: Coroutine[Any, Any, None]) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except NotFound:
+            log.debug("%s: the object is gone", what)
+        except Exception as e:  # noqa: BLE001 - a failed write is logged; the informers bring the truth back
+            log.warning("%s failed: %s", what, e)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def cancel(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+
+
+def _condition_changed(current: Obj | None, wanted: Obj) -> bool:
+    if current is None:
+        return True
+    return any(current.get(k) != wanted.get(k) for k in ("status", "reason", "message"))
+
+
+class ApiWrites:
+    """The scheduler's writes (see the module docstring)."""
+
+    def __init__(self, rest: RestClient, recorder: EventRecorder, *, tasks: TaskSet,
+                 lookup: Callable[[str], Obj | None], clock: Clock = REAL_CLOCK) -> None:
+        self.rest = rest
+        self.recorder = recorder
+        self.tasks = tasks
+        self.lookup = lookup
+        """The informer's latest copy of a pod by "ns/name" (None when it is gone)."""
+        self.clock = clock
+
+    async def bind(self, pod: Obj, node: str) -> None:
+        meta = pod.get("metadata") or {}
+        binding: Obj = {"apiVersion": "v1", "kind": "Binding",
+                        "metadata": {"name": meta.get("name", ""), "namespace": meta.get("namespace") or "default",
+                                     **({"uid": meta["uid"]} if meta.get("uid") else {})},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        await self.rest.send_json("POST", _pod_path(pod, "binding"), binding)
+
+    def scheduled(self, bound: Bound) -> None:
+        pod = bound.assumed.pod
+        meta = pod.get("metadata") or {}
+        self.recorder.event(pod_reference(pod), NORMAL, reason="Scheduled",
+                            message=f"Successfully assigned {meta.get('namespace') or 'default'}/"
+                                    f"{meta.get('name', '')} to {bound.node}")
+
+    def failed(self, f: Failed) -> None:
+        pod = f.pinfo.pod
+        message = f.message
+        self.recorder.event(pod_reference(pod), WARNING, reason="FailedScheduling",
+                            message=truncate_message(message))
+        latest = self.lookup(f.pinfo.key)
+        if latest is None or (latest.get("spec") or {}).get("nodeName"):
+            return  # deleted, or bound by someone else meanwhile: nothing to report on it
+        patch = self._failure_patch(latest, reason=f.reason, message=message, nominating=f.nominating)
+        if patch is not None:
+            self.tasks.spawn(f"updating the status of pod {f.pinfo.key}",
+                             self._patch_status(latest, patch))
+
+    def _failure_patch(self, pod: Obj, *, reason: str, message: str, nominating: Any) -> Obj | None:
+        status = pod.get("status") or {}
+        current = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
+        wanted: Obj = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        nominate = (nominating is not None and nominating.mode is NominatingMode.OVERRIDE
+                    and (status.get("nominatedNodeName") or "") != nominating.node)
+        changed = _condition_changed(current, wanted)
+        if not changed and not nominate:
+            return None
+        out: Obj = {}
+        if changed:
+            keep = current is not None and current.get("status") == "False" and current.get("lastTransitionTime")
+            wanted["lastTransitionTime"] = current["lastTransitionTime"] if keep and current else rfc3339(self.clock.now())
+            wanted["lastProbeTime"] = None
+            out["conditions"] = [wanted]
+        if nominate:
+            out["nominatedNodeName"] = nominating.node or None
+        return {"status": out}
+
+    async def _patch_status(self, pod: Obj, patch: Obj) -> None:
+        meta = pod.get("metadata") or {}
+        pods = await self.rest.resource("v1", "pods")
+        await pods.patch(meta.get("name", ""), patch, namespace=meta.get("namespace") or "default",
+                         patch_type=STRATEGIC, subresource="status")
+
+    def evict(self, victim: Obj, preemptor: Obj, node: str) -> None:
+        self.tasks.spawn(f"preempting pod {pod_key(victim)}", self._evict(victim, preemptor, node))
+
+    async def _evict(self, victim: Obj, preemptor: Obj, node: str) -> None:
+        meta = victim.get("metadata") or {}
+        name, ns = meta.get("name", ""), meta.get("namespace") or "default"
+        pods = await self.rest.resource("v1", "pods")
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": f"{scheduler_name(preemptor)}: preempting to accommodate a higher priority pod",
+                     "lastTransitionTime": rfc3339(self.clock.now())}
+        try:
+            await pods.patch(name, {"status": {"conditions": [condition]}}, namespace=ns, patch_type=STRATEGIC,
+                             subresource="status")
+        except NotFound:
+            return
+        except ApiError as e:
+            log.warning("preemption: could not mark pod %s/%s as a disruption target: %s", ns, name, e)
+        uid = meta.get("uid")
+        await pods.delete(name, namespace=ns, preconditions={"uid": uid} if uid else None)
+        pmeta = preemptor.get("metadata") or {}
+        self.recorder.event(pod_reference(victim), NORMAL, reason="Preempted",
+                            message=f"Preempted by pod {pmeta.get('uid') or pod_key(preemptor)} on node {node}")
+
+    def clear_nominated_node(self, pod: Obj) -> None:
+        self.tasks.spawn(f"clearing the nominated node of pod {pod_key(pod)}",
+                         self._patch_status(pod, {"status": {"nominatedNodeName": None}}))

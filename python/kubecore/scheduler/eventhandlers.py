@@ -1,0 +1,196 @@
+"""Informer events into the cache and the queue (upstream eventhandlers.go).
+
+Pods come from one informer of all pods, split by two filters as upstream's
+FilteringResourceEventHandlers split them:
+
+    queue filter   not terminal, spec.nodeName == "", schedulerName one of our profiles
+    cache filter   not terminal, spec.nodeName != ""
+
+For each filter an update becomes an update when old and new both pass, an add when only the
+new one passes (a pod bound by our binding enters the cache, confirming the assumed pod), and a
+delete when only the old one passes (the bound pod leaves the queue; a pod that Succeeded or
+Failed leaves the cache — upstream's informer drops terminal pods with a field selector, here the
+filter does it). Upstream's special cases:
+
+- an update of a pod the cache holds as assumed does not reach the queue (it is being bound);
+- a deleted pending pod that waits at Permit is rejected there;
+- a deleted bound pod frees its room: unschedulable pods that wait for that move.
+
+Nodes: add / update / delete to the cache and the queue (`node_added` etc.). PVCs, PVs and
+StorageClasses only move unschedulable pods (`move_all_to_active_or_backoff`).
+Cache errors (an event the cache's state machine does not expect) are logged, not raised, as
+upstream logs them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from kubecore.client.indexer import DeletedFinalStateUnknown
+from kubecore.client.informer import EventHandlerFuncs
+from kubecore.scheduler import events as ev
+from kubecore.scheduler.cache import CacheError
+from kubecore.scheduler.events import ActionType, ClusterEvent
+from kubecore.scheduler.podinfo import Obj, pod_key, scheduler_name
+from kubecore.scheduler.registry import SchedulerCore
+
+__all__ = ["PodHandlers", "node_handler", "storage_handler", "is_terminal", "assigned", "unwrap"]
+
+log = logging.getLogger(__name__)
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def _same(pod: Obj) -> Obj:
+    return pod
+
+
+def unwrap(obj: Obj | DeletedFinalStateUnknown) -> Obj:
+    """The object of a delete notification (the last known state of a tombstone)."""
+    if isinstance(obj, DeletedFinalStateUnknown):
+        inner: Obj = obj.obj
+        return inner
+    return obj
+
+
+def is_terminal(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def assigned(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+class PodHandlers:
+    """The two filtered pod handlers over one core (see the module docstring)."""
+
+    def __init__(self, core: SchedulerCore, *, scheduler_names: Collection[str] | None = None,
+                 resolve: Callable[[Obj], Obj] | None = None) -> None:
+        self.core = core
+        self.names = frozenset(scheduler_names if scheduler_names is not None else core.frameworks)
+        self.resolve = resolve or _same
+        """Applied to a pod before the queue or the cache sees it (namespaces.NamespaceResolver)."""
+
+    def for_queue(self, pod: Obj) -> bool:
+        return not is_terminal(pod) and not assigned(pod) and scheduler_name(pod) in self.names
+
+    @staticmethod
+    def for_cache(pod: Obj) -> bool:
+        return not is_terminal(pod) and assigned(pod)
+
+    # -- the informer's three calls, dispatched through both filters -------------------------------
+
+    def on_add(self, pod: Obj, is_in_initial_list: bool = False) -> None:
+        pod = self.resolve(pod)
+        if self.for_cache(pod):
+            self.add_to_cache(pod)
+        elif self.for_queue(pod):
+            self.core.queue.add(pod)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        old, new = self.resolve(old), self.resolve(new)
+        self._filtered(self.for_cache, old, new, add=self.add_to_cache, update=self.update_in_cache,
+                       delete=self.delete_from_cache)
+        self._filtered(self.for_queue, old, new, add=self.core.queue.add, update=self.update_in_queue,
+                       delete=self.delete_from_queue)
+
+    def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        pod = unwrap(obj)
+        if self.for_cache(pod):
+            self.delete_from_cache(pod)
+        elif self.for_queue(pod):
+            self.delete_from_queue(pod)
+
+    @staticmethod
+    def _filtered(passes: Callable[[Obj], bool], old: Obj, new: Obj, *, add: Callable[[Obj], None],
+                  update: Callable[[Obj, Obj], None], delete: Callable[[Obj], None]) -> None:
+        was, now = passes(old), passes(new)
+        if was and now:
+            update(old, new)
+        elif now:
+            add(new)
+        elif was:
+            delete(old)
+
+    def handler(self) -> EventHandlerFuncs:
+        return EventHandlerFuncs(on_add_func=self.on_add, on_update_func=self.on_update,
+                                 on_delete_func=self.on_delete)
+
+    # -- the queue's side (upstream addPodToSchedulingQueue & co) ---------------------------------
+
+    def update_in_queue(self, old: Obj, new: Obj) -> None:
+        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get("resourceVersion"):
+            return  # a resync: nothing changed
+        if self.core.cache.is_assumed(pod_key(new)):
+            return
+        self.core.queue.update(old, new)
+
+    def delete_from_queue(self, pod: Obj) -> None:
+        self.core.queue.delete(pod)
+        fw = self.core.framework_for(pod)
+        queue = self.core.queue
+        if fw is not None and fw.waiting_pods.reject(pod_key(pod), "pod was deleted"):
+            # it was assumed: its room is free again for the others
+            queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod, None)
+        queue.move_all_to_active_or_backoff(ev.EVENT_UNSCHEDULED_POD_DELETE, pod, None)
+
+    # -- the cache's side (upstream addPodToCache & co) -------------------------------------------
+
+    def add_to_cache(self, pod: Obj) -> None:
+        try:
+            self.core.cache.add_pod(pod)
+        except CacheError as e:
+            log.error("scheduler cache AddPod failed: %s", e)
+        self.core.queue.assigned_pod_added(pod)
+
+    def update_in_cache(self, old: Obj, new: Obj) -> None:
+        try:
+            self.core.cache.update_pod(old, new)
+        except CacheError as e:
+            log.error("scheduler cache UpdatePod failed: %s", e)
+        self.core.queue.assigned_pod_updated(old, new)
+
+    def delete_from_cache(self, pod: Obj) -> None:
+        try:
+            self.core.cache.remove_pod(pod)
+        except CacheError as e:
+            log.error("scheduler cache RemovePod failed: %s", e)
+        self.core.queue.assigned_pod_deleted(pod)
+
+
+def node_handler(core: SchedulerCore) -> EventHandlerFuncs:
+    """Nodes into the cache, and the queue's node events."""
+
+    def add(node: Obj, is_in_initial_list: bool = False) -> None:
+        core.cache.add_node(node)
+        core.queue.node_added(node)
+
+    def update(old: Obj, new: Obj) -> None:
+        core.cache.update_node(new)
+        core.queue.node_updated(old, new)
+
+    def delete(obj: Obj | DeletedFinalStateUnknown) -> None:
+        node = unwrap(obj)
+        core.cache.remove_node(str((node.get("metadata") or {}).get("name") or ""))
+        core.queue.node_deleted(node)
+
+    return EventHandlerFuncs(on_add_func=add, on_update_func=update, on_delete_func=delete)
+
+
+def storage_handler(core: SchedulerCore, resource: str) -> EventHandlerFuncs:
+    """PVC / PV / StorageClass events: they only move unschedulable pods (`resource` as in events.py)."""
+    move = core.queue.move_all_to_active_or_backoff
+    on_add = ClusterEvent(resource, ActionType.ADD)
+    on_update = ClusterEvent(resource, ActionType.UPDATE)
+    on_delete = ClusterEvent(resource, ActionType.DELETE)
+
+    def add(obj: Obj, is_in_initial_list: bool = False) -> None:
+        move(on_add, None, obj)
+
+    def update(old: Obj, new: Obj) -> None:
+        move(on_update, old, new)
+
+    def delete(obj: Obj | DeletedFinalStateUnknown) -> None:
+        move(on_delete, unwrap(obj), None)
+
+    return EventHandlerFuncs(on_add_func=add, on_update_func=update, on_delete_func=delete)

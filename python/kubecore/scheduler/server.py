@@ -1,0 +1,257 @@
+"""The scheduler as a process: informers, the framework, binding through the API, leader
+election and metrics (kube-scheduler's app/server.go and scheduler.go wiring).
+
+    server = SchedulerServer(load_kubeconfig(path), options=SchedulerOptions(config=load_config(file)))
+    code = await server.run()            # until cancelled, or leadership lost (1)
+
+One leadership term is a `LiveScheduler`: a fresh informer factory (pods, nodes, PVCs, PVs,
+StorageClasses, PodDisruptionBudgets, Namespaces), a fresh `SchedulerCore` built from the configuration with
+`Services` that read those informers and write through `ApiWrites`, the handlers of
+`eventhandlers` (pods' affinity namespaceSelectors resolved by `namespaces`), then — once every informer has synced and `gc.freeze()` has moved the cached
+objects out of the collector's way — the `Driver` loop until cancelled. Tests run a
+`LiveScheduler` in-process against a real API server.
+
+Leader election (default on) competes for the Lease kube-system/kube-scheduler as
+`<hostname>_<uuid>`; only the holder schedules. Losing the lease ends the term; `run()` then
+returns 1 (`exit_on_lost_lease`, as upstream) or competes again. Metrics are served in every
+state (standbys too) on `metrics_port` (0: none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from kubecore.client.clock import REAL_CLOCK, Clock
+from kubecore.client.config import ClientConfig
+from kubecore.client.events import EventBroadcaster
+from kubecore.client.factory import SharedInformerFactory
+from kubecore.client.indexer import NAMESPACE_INDEX
+from kubecore.client.informer import SharedIndexInformer
+from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
+                                            LeaderElector, LeaseLock)
+from kubecore.client.rest import RestClient
+from kubecore.client.sinks import RestApiSink
+from kubecore.controllers.manager import default_identity
+from kubecore.scheduler import events as ev
+from kubecore.scheduler.apiwrites import ApiWrites, TaskSet
+from kubecore.scheduler.binding import Bound
+from kubecore.scheduler.config import SchedulerConfig, default_config
+from kubecore.scheduler.driver import Driver
+from kubecore.scheduler.eventhandlers import PodHandlers, node_handler, storage_handler
+from kubecore.scheduler.handle import Services
+from kubecore.scheduler.metrics import DEFAULT_METRICS_PORT, MetricsServer, SchedulerMetrics
+from kubecore.scheduler.namespaces import NamespaceResolver
+from kubecore.scheduler.podinfo import Obj
+from kubecore.scheduler.registry import SchedulerCore, build_scheduler
+from kubecore.scheduler.schedule_one import Failed
+
+__all__ = ["SchedulerOptions", "SchedulerServer", "LiveScheduler", "LEASE_NAME", "COMPONENT"]
+
+log = logging.getLogger(__name__)
+
+LEASE_NAMESPACE = "kube-system"
+LEASE_NAME = "kube-scheduler"
+COMPONENT = "default-scheduler"
+"""The events' source component, as upstream's (the default profile's name)."""
+SYNC_TIMEOUT = 60.0
+
+
+def _nothing_pending() -> Mapping[str, int]:
+    return {}
+
+
+@dataclass
+class SchedulerOptions:
+    config: SchedulerConfig = field(default_factory=default_config)
+    leader_elect: bool = True
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    retry_period: float = DEFAULT_RETRY_PERIOD
+    lease_namespace: str = LEASE_NAMESPACE
+    lease_name: str = LEASE_NAME
+    identity: str = ""
+    release_on_cancel: bool = True
+    exit_on_lost_lease: bool = True
+    metrics_port: int = DEFAULT_METRICS_PORT
+    """0: no metrics endpoint."""
+    freeze_gc: bool = True
+
+
+class LiveScheduler:
+    """One scheduler wired to the API through `rest` (see the module docstring)."""
+
+    def __init__(self, rest: RestClient, *, config: SchedulerConfig, clock: Clock = REAL_CLOCK,
+                 freeze_gc: bool = True, metrics: SchedulerMetrics | None = None) -> None:
+        self.rest = rest
+        self.config = config
+        self.clock = clock
+        self.freeze_gc = freeze_gc
+        self.metrics = metrics
+        self.factory = SharedInformerFactory(rest, clock=clock)
+        self.broadcaster = EventBroadcaster(RestApiSink(rest), clock=clock)
+        self.tasks = TaskSet()
+        self.core: SchedulerCore | None = None
+        self.driver: Driver | None = None
+        self.synced = asyncio.Event()
+        """Set once the informers synced and scheduling began (tests wait on it)."""
+        self._informers: dict[str, SharedIndexInformer] = {}
+
+    async def _informer(self, api_version: str, resource: str) -> SharedIndexInformer:
+        informer = await self.factory.informer_for(api_version, resource)
+        self._informers[resource] = informer
+        return informer
+
+    def _services(self, writes: ApiWrites) -> Services:
+        inf = self._informers
+
+        def get_pvc(namespace: str, name: str) -> Obj | None:
+            return inf["persistentvolumeclaims"].indexer.get_by_key(f"{namespace}/{name}")
+
+        def get_pv(name: str) -> Obj | None:
+            return inf["persistentvolumes"].indexer.get_by_key(name)
+
+        def list_pdbs() -> list[Obj]:
+            return inf["poddisruptionbudgets"].indexer.list()
+
+        def list_pods(namespace: str) -> list[Obj]:
+            return inf["pods"].indexer.by_index(NAMESPACE_INDEX, namespace)
+
+        return Services(bind=writes.bind, evict=writes.evict, clear_nominated_node=writes.clear_nominated_node,
+                        get_pvc=get_pvc, get_pv=get_pv, list_pdbs=list_pdbs, list_pods=list_pods)
+
+    async def build(self) -> SchedulerCore:
+        """The informers and the core, handlers attached, nothing started yet."""
+        pods = await self._informer("v1", "pods")
+        nodes = await self._informer("v1", "nodes")
+        storage = {ev.PERSISTENT_VOLUME_CLAIM: await self._informer("v1", "persistentvolumeclaims"),
+                   ev.PERSISTENT_VOLUME: await self._informer("v1", "persistentvolumes"),
+                   ev.STORAGE_CLASS: await self._informer("storage.k8s.io/v1", "storageclasses")}
+        await self._informer("policy/v1", "poddisruptionbudgets")
+        namespaces = await self._informer("v1", "namespaces")
+        writes = ApiWrites(self.rest, self.broadcaster.new_recorder(COMPONENT, host=socket.gethostname()),
+                           tasks=self.tasks, clock=self.clock, lookup=pods.indexer.get_by_key)
+        core = build_scheduler(self.config, services=self._services(writes), clock=self.clock)
+        nodes.add_event_handler(node_handler(core))
+        resolver = NamespaceResolver(namespaces.indexer.list)
+        pods.add_event_handler(PodHandlers(core, resolve=resolver.resolve).handler())
+        for resource, informer in storage.items():
+            informer.add_event_handler(storage_handler(core, resource))
+        self.core = core
+        self.driver = Driver(core, concurrent_binds=True, on_bound=self._on_bound(writes),
+                             on_failed=self._on_failed(writes, core, lookup=pods.indexer.get_by_key))
+        return core
+
+    def _on_bound(self, writes: ApiWrites) -> Callable[[Bound], None]:
+        metrics = self.metrics
+
+        def on_bound(b: Bound) -> None:
+            writes.scheduled(b)
+            if metrics is not None:
+                metrics.bound(b)
+
+        return on_bound
+
+    def _on_failed(self, writes: ApiWrites, core: SchedulerCore, *,
+                   lookup: Callable[[str], Obj | None]) -> Callable[[Failed], None]:
+        metrics = self.metrics
+
+        def on_failed(f: Failed) -> None:
+            log.info("unable to schedule pod %s: %s", f.pinfo.key, f.message)
+            writes.failed(f)
+            latest = lookup(f.pinfo.key)
+            if latest is None or (latest.get("spec") or {}).get("nodeName"):
+                # deleted or bound while in flight: the driver gave it back to the queue, take it out
+                core.queue.delete(f.pinfo.pod)
+            if metrics is not None:
+                fw = core.framework_for(f.pinfo.pod)
+                metrics.failed(f, fw.name if fw is not None else "")
+
+        return on_failed
+
+    async def run(self) -> None:
+        """Build, start the informers, wait for them, then schedule until cancelled."""
+        core = self.core or await self.build()
+        assert self.driver is not None
+        if self.metrics is not None:
+            self.metrics.pending = core.queue.counts
+        try:
+            self.factory.start()
+            synced = await self.factory.wait_for_cache_sync(SYNC_TIMEOUT)
+            missing = [name for name, ok in synced.items() if not ok]
+            if missing:
+                raise RuntimeError(f"informers did not sync within {SYNC_TIMEOUT:g} s: {', '.join(missing)}")
+            if self.freeze_gc:
+                gc.freeze()
+            log.info("scheduler: caches synced (%d nodes); scheduling", core.cache.num_nodes)
+            self.synced.set()
+            await self.driver.run()
+        finally:
+            core.queue.close()
+            self.tasks.cancel()
+            await self.factory.shutdown()
+            await self.broadcaster.shutdown(drain=False)
+            if self.freeze_gc:
+                gc.unfreeze()
+
+
+class SchedulerServer:
+    """Leader election around `LiveScheduler` terms, plus the metrics endpoint."""
+
+    def __init__(self, config: ClientConfig, *, options: SchedulerOptions | None = None,
+                 clock: Clock = REAL_CLOCK) -> None:
+        self.client_config = config
+        self.options = options or SchedulerOptions()
+        self.clock = clock
+        self.identity = self.options.identity or default_identity()
+        self.metrics = SchedulerMetrics(pending=_nothing_pending, clock=clock)
+        self.metrics_server: MetricsServer | None = None
+        self.leading = asyncio.Event()
+
+    async def run(self) -> int:
+        """Run until cancelled, or until leadership is lost (returns 1 then, unless told to compete again)."""
+        o = self.options
+        if o.metrics_port:
+            self.metrics_server = MetricsServer(self.metrics.render)
+            port = await self.metrics_server.start(o.metrics_port)
+            log.info("scheduler: metrics on http://127.0.0.1:%d/metrics", port)
+        try:
+            async with RestClient(self.client_config, clock=self.clock) as rest:
+                if not o.leader_elect:
+                    await self._lead(rest)
+                    return 0
+                while True:
+                    await self._elect(rest)
+                    if o.exit_on_lost_lease:
+                        log.error("scheduler %s: leader election lost", self.identity)
+                        return 1
+                    log.warning("scheduler %s: leadership lost; competing again", self.identity)
+        finally:
+            if self.metrics_server is not None:
+                await self.metrics_server.stop()
+
+    async def _elect(self, rest: RestClient) -> None:
+        o = self.options
+        lock = LeaseLock(RestApiSink(rest), namespace=o.lease_namespace, name=o.lease_name, identity=self.identity)
+        elector = LeaderElector(
+            lock, on_started_leading=lambda: self._lead(rest),
+            on_new_leader=lambda who: log.info("scheduler: the leader is now %r", who),
+            lease_duration=o.lease_duration, renew_deadline=o.renew_deadline, retry_period=o.retry_period,
+            release_on_cancel=o.release_on_cancel, clock=self.clock)
+        await elector.run()
+
+    async def _lead(self, rest: RestClient) -> None:
+        log.info("scheduler %s: leading; profiles %s", self.identity,
+                 ", ".join(p.scheduler_name for p in self.options.config.profiles))
+        live = LiveScheduler(rest, config=self.options.config, clock=self.clock, freeze_gc=self.options.freeze_gc,
+                             metrics=self.metrics)
+        self.leading.set()
+        try:
+            await live.run()
+        finally:
+            self.leading.clear()
+            self.metrics.pending = _nothing_pending
