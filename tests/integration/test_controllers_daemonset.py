@@ -210,8 +210,12 @@ async def test_unscheduled_pod_of_deleted_node_removed(env: Env) -> None:
         return await env.targets("gone") == [env.node("x")]
 
     await eventually(one, "the pod waiting for the deleted node removed")
-    st = (await env.dss.get("gone", namespace=env.ns)).get("status") or {}
-    assert st.get("desiredNumberScheduled") == 1
+
+    async def status_follows() -> bool:  # the status write comes after the pod's deletion
+        st = (await env.dss.get("gone", namespace=env.ns)).get("status") or {}
+        return bool(st.get("desiredNumberScheduled") == 1)
+
+    await eventually(status_follows, "desiredNumberScheduled 1 once the node is gone")
 
 
 async def test_rolling_update_within_max_unavailable(env: Env) -> None:
