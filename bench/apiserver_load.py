@@ -96,7 +96,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.errlog = open(self.dir / "server.stderr", "w+b")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "kubecore.cli.main", "up", "--data-dir", str(self.dir / "data"),
-               "--listen", f"127.0.0.1:{self.port}", "--controllers", ""]
+               "--listen", f"127.0.0.1:{self.port}", "--controllers", "", "--no-scheduler"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errlog, cwd=ROOT)
         self.pid = self.proc.pid
 

@@ -121,7 +121,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     # garbage collector and namespace controller act on (tests/integration/test_controllers_*.py
     # run `up` and the controller manager).
     cmd = [sys.executable, "-m", "kubecore.cli.main", "up", "--data-dir", str(data_dir),
-           "--listen", f"127.0.0.1:{port}", "--controllers", ""]
+           "--listen", f"127.0.0.1:{port}", "--controllers", "", "--no-scheduler"]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, cwd=str(base))
