@@ -78,6 +78,17 @@ def _run(args: argparse.Namespace, *, kubeconfig: bool) -> int:
     return 0
 
 
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def up_children(args: argparse.Namespace, *, kubeconfig: Path) -> list[Any]:
     """`up`'s components besides the API server, in start order: the controller manager (unless
     --controllers ""), the scheduler (unless --no-scheduler), the hollow nodes (with --nodes N)."""
@@ -89,7 +100,12 @@ def up_children(args: argparse.Namespace, *, kubeconfig: Path) -> list[Any]:
         children.append(ChildSpec("the controller manager", [
             *base, "controller-manager", "--kubeconfig", str(kubeconfig), "--controllers", args.controllers]))
     if args.scheduler:
-        argv = [*base, "scheduler", "--kubeconfig", str(kubeconfig), "--metrics-port", str(args.scheduler_metrics_port)]
+        port = args.scheduler_metrics_port
+        if port and not _port_free(port):
+            print(f"kubecore: 127.0.0.1:{port} is in use (another cluster?): the scheduler serves no metrics; "
+                  "--scheduler-metrics-port PORT picks another", file=sys.stderr)
+            port = 0
+        argv = [*base, "scheduler", "--kubeconfig", str(kubeconfig), "--metrics-port", str(port)]
         if args.scheduler_config is not None:
             argv += ["--config", str(args.scheduler_config)]
         children.append(ChildSpec("the scheduler", argv))

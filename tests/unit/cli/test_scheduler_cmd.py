@@ -79,3 +79,15 @@ def test_up_nodes_must_be_a_count(value: str, capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["up", "--data-dir", "d", "--nodes", value])
     assert "must be a number of nodes" in capsys.readouterr().err
+
+
+def test_up_with_the_metrics_port_taken_runs_the_scheduler_without_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        taken = sock.getsockname()[1]
+        children = _up("--controllers", "", "--scheduler-metrics-port", str(taken))
+    assert children == [("the scheduler", ["scheduler", "--kubeconfig", "d/kubeconfig", "--metrics-port", "0"])]
+    assert f"127.0.0.1:{taken} is in use" in capsys.readouterr().err
