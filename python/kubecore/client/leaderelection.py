@@ -372,3 +372,35 @@ def _renewed(ours: LeaderElectionRecord, previous: LeaderElectionRecord) -> Lead
                                 lease_duration_seconds=ours.lease_duration_seconds,
                                 acquire_time=previous.acquire_time, renew_time=ours.renew_time,
                                 leader_transitions=previous.leader_transitions)
+
+
+class ElectionOptions(Protocol):
+    """The leader-election settings a component's options carry (the controller manager's and the
+    scheduler's have these fields)."""
+
+    lease_namespace: str
+    lease_name: str
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+    release_on_cancel: bool
+    exit_on_lost_lease: bool
+
+
+async def compete_and_lead(client: LeaseClient, options: ElectionOptions, *, component: str, identity: str,
+                           lead: Callable[[], Awaitable[None]], clock: Clock = REAL_CLOCK) -> int:
+    """A component's life under leader election: compete for the Lease, run `lead()` while holding
+    it; when leadership is lost, return 1 (upstream's components exit, to start clean) or, with
+    `exit_on_lost_lease` False, compete again. Runs until cancelled otherwise."""
+    while True:
+        lock = LeaseLock(client, namespace=options.lease_namespace, name=options.lease_name, identity=identity)
+        elector = LeaderElector(
+            lock, on_started_leading=lead,
+            on_new_leader=lambda who: log.info("%s: the leader is now %r", component, who),
+            lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period, release_on_cancel=options.release_on_cancel, clock=clock)
+        await elector.run()
+        if options.exit_on_lost_lease:
+            log.error("%s %s: leader election lost", component, identity)
+            return 1
+        log.warning("%s %s: leadership lost; competing again", component, identity)

@@ -32,7 +32,7 @@ from kubecore.client.config import ClientConfig
 from kubecore.client.events import EventBroadcaster
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
-                                            LeaderElector, LeaseLock)
+                                            compete_and_lead)
 from kubecore.client.rest import RestClient
 from kubecore.client.sinks import RestApiSink
 from kubecore.controllers.base import (ControllerContext, ControllerSpec, cancel_and_wait, load_builtin_controllers,
@@ -87,22 +87,8 @@ class ControllerManager:
             if not self.options.leader_elect:
                 await self._lead(rest)
                 return 0
-            while True:
-                await self._elect(rest)
-                if self.options.exit_on_lost_lease:
-                    log.error("controller manager %s: leader election lost", self.identity)
-                    return 1
-                log.warning("controller manager %s: leadership lost; competing again", self.identity)
-
-    async def _elect(self, rest: RestClient) -> None:
-        o = self.options
-        lock = LeaseLock(RestApiSink(rest), namespace=o.lease_namespace, name=o.lease_name, identity=self.identity)
-        elector = LeaderElector(
-            lock, on_started_leading=lambda: self._lead(rest),
-            on_new_leader=lambda who: log.info("controller manager: the leader is now %r", who),
-            lease_duration=o.lease_duration, renew_deadline=o.renew_deadline, retry_period=o.retry_period,
-            release_on_cancel=o.release_on_cancel, clock=self.clock)
-        await elector.run()
+            return await compete_and_lead(RestApiSink(rest), self.options, component="controller manager",
+                                          identity=self.identity, lead=lambda: self._lead(rest), clock=self.clock)
 
     async def _lead(self, rest: RestClient) -> None:
         """One leadership term: build a context, run every controller until cancelled."""

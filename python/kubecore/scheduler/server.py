@@ -33,7 +33,7 @@ from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX
 from kubecore.client.informer import SharedIndexInformer
 from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
-                                            LeaderElector, LeaseLock)
+                                            compete_and_lead)
 from kubecore.client.rest import RestClient
 from kubecore.client.sinks import RestApiSink
 from kubecore.controllers.manager import default_identity
@@ -224,25 +224,11 @@ class SchedulerServer:
                 if not o.leader_elect:
                     await self._lead(rest)
                     return 0
-                while True:
-                    await self._elect(rest)
-                    if o.exit_on_lost_lease:
-                        log.error("scheduler %s: leader election lost", self.identity)
-                        return 1
-                    log.warning("scheduler %s: leadership lost; competing again", self.identity)
+                return await compete_and_lead(RestApiSink(rest), o, component="scheduler", identity=self.identity,
+                                              lead=lambda: self._lead(rest), clock=self.clock)
         finally:
             if self.metrics_server is not None:
                 await self.metrics_server.stop()
-
-    async def _elect(self, rest: RestClient) -> None:
-        o = self.options
-        lock = LeaseLock(RestApiSink(rest), namespace=o.lease_namespace, name=o.lease_name, identity=self.identity)
-        elector = LeaderElector(
-            lock, on_started_leading=lambda: self._lead(rest),
-            on_new_leader=lambda who: log.info("scheduler: the leader is now %r", who),
-            lease_duration=o.lease_duration, renew_deadline=o.renew_deadline, retry_period=o.retry_period,
-            release_on_cancel=o.release_on_cancel, clock=self.clock)
-        await elector.run()
 
     async def _lead(self, rest: RestClient) -> None:
         log.info("scheduler %s: leading; profiles %s", self.identity,
