@@ -13,8 +13,11 @@ Layout (one idea per module):
     driver                               the loop: pop, schedule, bind, requeue (no I/O)
     plugins/                             PrioritySort, SchedulingGates, DefaultBinder, VolumeBinding,
                                          DefaultPreemption, Coscheduling, and an example plugin
+    server, eventhandlers, apiwrites     the process (`kubecore scheduler`): informers and upstream's
+    metrics, namespaces                  event handlers, the API writes, Prometheus metrics,
+                                         namespaceSelector resolution for pod affinity
 
-Typical wiring (the process supplies informers and the API calls):
+Typical wiring (`server.py` does this: the process supplies informers and the API calls):
 
     core = build_scheduler(load_config(path), services=Services(bind=..., evict=..., get_pvc=..., ...))
     await Driver(core, on_failed=report).run()     # report: FailedScheduling event + PodScheduled
