@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import re
 import signal
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from kubecore.api import gotime
 
 # kube-controller-manager's --concurrent-<x>-syncs flags and the controllers they size; the
 # defaults are each controller's own (upstream's: gc 20, namespace 10, daemonset 2, the rest 5).
@@ -35,26 +36,14 @@ CONCURRENCY_FLAGS = {
     "cron-job": "cronjob", "ttl-after-finished": "ttl-after-finished", "endpoint": "endpoint",
     "service-endpoint": "endpointslice", "resource-quota": "resourcequota",
 }
-DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(text: str) -> float:
-    """Go's time.ParseDuration for the units that matter here ("1m30s", "500ms"), or plain seconds."""
-    s = text.strip()
+    """Go's time.ParseDuration ("1m30s", "500ms") or plain seconds, for argparse."""
     try:
-        return float(s)
-    except ValueError:
-        pass
-    pos, total = 0, 0.0
-    for m in DURATION.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 15s, 500ms, 1m)")
-    return total
+        return gotime.parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _workers(text: str) -> int:

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubecore.api.gotime import format_seconds
 from kubecore.client.clock import Clock
 from kubecore.kubelet import cri, podutil, runtime_config
 from kubecore.kubelet.actions import KillInfo, PodActions, ProbeResults, compute_pod_actions
@@ -101,21 +102,6 @@ class ImagePullError(Exception):
         self.message = message
 
 
-def go_duration(seconds: float) -> str:
-    """Go's Duration.String() of a duration truncated to milliseconds ("0s", "12ms", "1.5s", "2m3.5s")."""
-    ms = int(seconds * 1000)
-    if ms == 0:
-        return "0s"
-    if ms < 1000:
-        return f"{ms}ms"
-    minutes, ms = divmod(ms, 60_000)
-    hours, minutes = divmod(minutes, 60)
-    secs = f"{ms / 1000:.3f}".rstrip("0").rstrip(".") + "s"
-    if hours:
-        return f"{hours}h{minutes}m{secs}"
-    return f"{minutes}m{secs}" if minutes else secs
-
-
 class ImageManager:
     """EnsureImageExists over a CRI ImageService (see the module docstring)."""
 
@@ -160,7 +146,7 @@ class ImageManager:
             self.record(ref, "Warning", "Failed", f'Failed to pull image "{image}": {e}')
             self.backoff.next(key, self.clock.now())
             raise ImagePullError(ERR_IMAGE_PULL, str(e)) from e
-        took = go_duration(self.clock.now() - now)
+        took = format_seconds(self.clock.now() - now, truncate_to=1e-3)
         status = await self.images.image_status(spec)
         size = status.image.size if status.image is not None else 0
         self.record(ref, "Normal", "Pulled",

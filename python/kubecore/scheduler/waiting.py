@@ -17,30 +17,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
+from kubecore.api.gotime import format_seconds
 from kubecore.client.clock import Clock
 from kubecore.scheduler.podinfo import Obj, pod_key
 from kubecore.scheduler.status import Code, Status
 
-__all__ = ["WaitingPod", "WaitingPods", "MAX_PERMIT_TIMEOUT", "go_duration"]
+__all__ = ["WaitingPod", "WaitingPods", "MAX_PERMIT_TIMEOUT"]
 
 MAX_PERMIT_TIMEOUT = 15 * 60.0
-
-
-def go_duration(seconds: float) -> str:
-    """A duration as Go's time.Duration prints it: 10s, 1m30s, 1h0m0s, 500ms, 1.5s."""
-    if seconds == 0:
-        return "0s"
-    if seconds < 1:
-        ms = seconds * 1000
-        return f"{ms:g}ms" if ms >= 1 else f"{seconds * 1e6:g}µs"
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    s = f"{secs:.9f}".rstrip("0").rstrip(".") + "s"
-    if hours:
-        return f"{int(hours)}h{int(minutes)}m{s}"
-    if minutes:
-        return f"{int(minutes)}m{s}"
-    return s
 
 
 class WaitingPod:
@@ -88,7 +72,7 @@ class WaitingPod:
         now = self._clock.now()
         for name, deadline in sorted(self._deadlines.items(), key=lambda kv: kv[1]):
             if deadline <= now:
-                msg = f"rejected due to timeout after waiting {go_duration(self._timeouts[name])} at plugin {name}"
+                msg = f"rejected due to timeout after waiting {format_seconds(self._timeouts[name])} at plugin {name}"
                 self.reject(name, msg)
                 return
 

@@ -30,7 +30,7 @@ from kubecore.api.protobuf import (
     lookup_kind,
     wire,
 )
-from kubecore.api.protobuf.decode import go_duration
+from kubecore.api.gotime import format_duration as go_duration
 from kubecore.api.protobuf.schema import KINDS, MESSAGES
 
 # ---------------------------------------------------------------------------------------------

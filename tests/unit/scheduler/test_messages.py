@@ -9,7 +9,7 @@ from kubecore.scheduler.events import ActionType, ClusterEvent
 from kubecore.scheduler.fiterror import Diagnosis, FitError, NodeToStatus
 from kubecore.scheduler.native import classify
 from kubecore.scheduler.status import Code, Status
-from kubecore.scheduler.waiting import go_duration
+from kubecore.api.gotime import format_seconds as go_duration
 from tests.unit.scheduler.helpers import node, pod
 
 U, UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE

@@ -25,6 +25,8 @@ import datetime as _dt
 import json
 from typing import Any
 
+from kubecore.api.gotime import format_duration
+
 from kubecore.api import errors
 from kubecore.api.protobuf import wire
 from kubecore.api.protobuf.schema import KINDS, MESSAGES
@@ -180,46 +182,6 @@ def _timestamp(data: bytes, micro: bool) -> str | None:
     return f"{base}.{micros:06d}Z"
 
 
-def _fmt_frac(v: int, prec: int) -> tuple[str, int]:
-    digits = []
-    printed = False
-    for _ in range(prec):
-        d = v % 10
-        printed = printed or d != 0
-        if printed:
-            digits.append(str(d))
-        v //= 10
-    frac = "." + "".join(reversed(digits)) if printed else ""
-    return frac, v
-
-
-def go_duration(d: int) -> str:
-    """Go's time.Duration.String()."""
-    if d == 0:
-        return "0s"
-    neg = d < 0
-    u = -d if neg else d
-    if u < 1_000_000_000:
-        if u < 1000:
-            s = f"{u}ns"
-        elif u < 1_000_000:
-            frac, whole = _fmt_frac(u, 3)
-            s = f"{whole}{frac}µs"
-        else:
-            frac, whole = _fmt_frac(u, 6)
-            s = f"{whole}{frac}ms"
-    else:
-        frac, u = _fmt_frac(u, 9)
-        s = f"{u % 60}{frac}s"
-        u //= 60
-        if u > 0:
-            s = f"{u % 60}m" + s
-            u //= 60
-            if u > 0:
-                s = f"{u}h" + s
-    return "-" + s if neg else s
-
-
 def _single_field(data: bytes, num: int) -> wire.FieldValue | None:
     last: wire.FieldValue | None = None
     for n, _wt, v in wire.iter_fields(data):
@@ -246,7 +208,7 @@ def _special(t: str, data: bytes | None, where: str) -> Any:
         return _timestamp(buf, micro=True)
     if t == "duration":
         v = _single_field(buf, 1)
-        return go_duration(wire.as_int64(v) if isinstance(v, int) else 0)
+        return format_duration(wire.as_int64(v) if isinstance(v, int) else 0)
     if t == "quantity":
         v = _single_field(buf, 1)
         s = v.decode("utf-8", errors="replace") if isinstance(v, bytes) else ""

@@ -31,9 +31,9 @@ Example, a Job pod that fails after 2 s: `sim.kubecore.io/duration: 2s`,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
+from kubecore.api.gotime import parse_duration
 from kubecore.client.clock import Clock
 from kubecore.kubelet import cri, podutil
 from kubecore.kubelet.handlers import FAILURE, SUCCESS, UNKNOWN, Obj, Outcome, Target, handler_kind
@@ -47,24 +47,16 @@ PULL_FAIL = "pull-fail"
 PROBE_KINDS = ("readiness", "liveness", "startup")
 DEFAULT_JOB_DURATION = 1.0
 
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_NUMBER_UNIT = r"(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h)"
-_WHOLE = re.compile(f"(?:{_NUMBER_UNIT})+")
-_PARTS = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-
-
 class BehaviourError(ValueError):
     """An annotation whose value cannot be understood."""
 
 
 def parse_go_duration(text: str) -> float:
     """A Go duration ("1m30s", "500ms", "2h") in seconds; a bare number is seconds."""
-    s = text.strip()
-    if s.replace(".", "", 1).isdigit():
-        return float(s)
-    if not _WHOLE.fullmatch(s):
-        raise BehaviourError(f"invalid duration {text!r} (use e.g. 500ms, 5s, 1m30s)")
-    return sum(float(number) * _UNIT[unit] for number, unit in _PARTS.findall(s))
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise BehaviourError(str(e)) from None
 
 
 def lookup(annotations: Mapping[str, str], key: str, container: str) -> str | None:
