@@ -276,8 +276,16 @@ async def test_the_cli_runs_a_node_and_stops_on_sigterm(server_url: str, tmp_pat
 
         node = await eventually(ready, "the CLI's node Ready")
         assert node["status"]["capacity"] == {"cpu": "2", "ephemeral-storage": "10Gi", "memory": "4Gi", "pods": "20"}
+        said = b""  # the CLI says so itself a moment after the Node turns Ready: read up to that line
+        assert proc.stderr is not None
+        while b"registered and ready" not in said:
+            line = await asyncio.wait_for(asyncio.to_thread(proc.stderr.readline), 30)
+            if not line:
+                break
+            said += line
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
+        err = said + err
         assert proc.returncode == 0, err.decode()
         assert b"registered and ready" in err
     finally:
