@@ -28,6 +28,9 @@ from typing import Any
 
 from kubecore.api import gotime
 
+DEFAULT_QPS, DEFAULT_BURST = 5000.0, 10000
+"""--kube-api-qps / --kube-api-burst: see the flag's comment in add_parser."""
+
 # kube-controller-manager's --concurrent-<x>-syncs flags and the controllers they size; the
 # defaults are each controller's own (upstream's: gc 20, namespace 10, daemonset 2, the rest 5).
 CONCURRENCY_FLAGS = {
@@ -70,8 +73,13 @@ def register(sub: Any) -> None:
     for flag, controller in CONCURRENCY_FLAGS.items():
         p.add_argument(f"--concurrent-{flag}-syncs", type=_workers, default=None, metavar="N",
                        help=f"workers of the {controller} controller (default: upstream's)")
-    p.add_argument("--kube-api-qps", type=float, default=1000.0, help="client requests per second (<= 0: no limit)")
-    p.add_argument("--kube-api-burst", type=int, default=2000)
+    # Upstream's defaults (20 / 30 per controller) would cap pod creation at ~20/s; a pod costs
+    # ~2.6 writes (the pod, its SuccessfulCreate Event, a share of status writes), so 1,000 pods/s
+    # needs ~2,600 requests/s. The API server guards itself (429 + Retry-After at its inflight
+    # limit); this bucket only stops a runaway loop from flooding it.
+    p.add_argument("--kube-api-qps", type=float, default=DEFAULT_QPS,
+                   help=f"client requests per second, shared by all controllers (default {DEFAULT_QPS:g}; <= 0: no limit)")
+    p.add_argument("--kube-api-burst", type=int, default=DEFAULT_BURST, help=f"(default {DEFAULT_BURST})")
     _add_node_lifecycle_flags(p)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     p.set_defaults(run=_run)
