@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
+from kubecore.api.meta import now_rfc3339
 from kubecore.api.registry import ResourceType
 from kubecore.apiserver.storage import ObjectStore
-from kubecore.apiserver.table import now_rfc3339
 
 Obj = dict[str, Any]
 
@@ -33,15 +32,15 @@ async def bind(objects: ObjectStore, pods: ResourceType, namespace: str, pod_nam
         if spec.get("nodeName"):
             raise errors.conflict(pods, pod_name, f'pod {pod_name} is already assigned to node "{spec["nodeName"]}"')
         rv = int(meta["resourceVersion"])
-        bound = json_copy(pod)
-        bound["spec"]["nodeName"] = node
+        # `pod` is a fresh decoding of the stored bytes (nothing else holds it): edit it in place
+        spec["nodeName"] = node
         annotations = (binding.get("metadata") or {}).get("annotations") or {}
         if annotations:
-            bound["metadata"].setdefault("annotations", {}).update(annotations)
-        _set_scheduled(bound)
-        bound["metadata"].pop("resourceVersion", None)
+            meta.setdefault("annotations", {}).update(annotations)
+        _set_scheduled(pod)
+        meta.pop("resourceVersion", None)
         try:
-            await objects.replace(pods, namespace, pod_name, bound, expect_revision=rv)
+            await objects.replace(pods, namespace, pod_name, pod, expect_revision=rv)
             return
         except errors.StatusError as e:
             if e.code != 409:

@@ -31,10 +31,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecore.api import crd_validation, errors
+from kubecore.api.meta import now_rfc3339
 from kubecore.api.registry import Registry, ResourceType
 from kubecore.apiserver import customresource
 from kubecore.apiserver.storage import ObjectStore
-from kubecore.apiserver.table import now_rfc3339
 from kubecore.store import prefix_end
 
 __all__ = ["CRDController", "accepted_names"]

@@ -22,7 +22,6 @@ from kubecore.apiserver.admission import ensure_system_namespaces
 from kubecore.apiserver.app import ALLOCATORS, DIRECT, FAST_READS, OBJECTS, REGISTRY, build_app
 from kubecore.apiserver.fastpath import FastAppRunner
 from kubecore.apiserver.httpserver import LeanServer
-from kubecore.apiserver.table import now_rfc3339
 from kubecore.store import Store
 
 # Pending connections the kernel queues before accept (capped by net.core.somaxconn). aiohttp's
@@ -95,7 +94,7 @@ async def ensure_kubernetes_service(app: web.Application, port: int) -> None:
         "spec": {"type": "ClusterIP", "clusterIP": first, "sessionAffinity": "None",
                  "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
     }
-    obj = meta.prepare_create(services, body, namespace="default", now=now_rfc3339(), uid=meta.new_uid())
+    obj = meta.prepare_create(services, body, namespace="default", now=meta.now_rfc3339(), uid=meta.new_uid())
     alloc.allocate(obj)
     await objects.create(services, "default", "kubernetes", obj)
 
@@ -105,7 +104,7 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     with Store.open(data_dir / "store") as store:
         app = build_app(store)
-        await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], now_rfc3339(), meta.new_uid)
+        await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], meta.now_rfc3339(), meta.new_uid)
         await ensure_kubernetes_service(app, listen.port)
         runner = FastAppRunner(app, fast=app[FAST_READS], direct=app[DIRECT], access_log=None, handle_signals=False,
                                handler_cancellation=True)

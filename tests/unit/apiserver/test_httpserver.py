@@ -15,7 +15,7 @@ from kubecore.api import meta
 from kubecore.apiserver import rest
 from kubecore.apiserver.admission import ensure_system_namespaces
 from kubecore.apiserver.app import DIRECT, FAST_READS, OBJECTS, REGISTRY, build_app
-from kubecore.apiserver.table import now_rfc3339
+from kubecore.api.meta import now_rfc3339
 from kubecore.apiserver.fastpath import FastAppRunner
 from kubecore.apiserver import httpserver
 from kubecore.apiserver.httpserver import MAX_BODY, LeanServer
