@@ -8,6 +8,10 @@ step() { printf '\n==> %s\n' "$*"; }
 
 need_apt=()
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
+command -v containerd >/dev/null 2>&1 || need_apt+=(containerd)
+command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+[ -x /usr/lib/cni/bridge ] || need_apt+=(containernetworking-plugins)
+dpkg -s busybox-static >/dev/null 2>&1 || need_apt+=(busybox-static)  # the image builder needs the static busybox
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "installing system packages: ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubecore.cli import apiserver_cmd, controller_manager_cmd, kubelet_cmd, scheduler_cmd, store_cmd
+from kubecore.cli import apiserver_cmd, controller_manager_cmd, images_cmd, kubelet_cmd, scheduler_cmd, store_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     controller_manager_cmd.register(sub)
     kubelet_cmd.register(sub)
     scheduler_cmd.register(sub)
+    images_cmd.register(sub)
     return parser
 
 

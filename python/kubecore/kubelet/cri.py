@@ -242,8 +242,19 @@ class LinuxContainerResources(msgspec.Struct, kw_only=True, gc=False):
     oom_score_adj: int = 0
 
 
+class LinuxContainerSecurityContext(msgspec.Struct, kw_only=True, gc=False):
+    """The part of the proto's security context a runtime needs to place and run the process;
+    `run_as_user` None means the image's user."""
+
+    namespace_options: NamespaceOption = msgspec.field(default_factory=NamespaceOption)
+    privileged: bool = False
+    run_as_user: int | None = None
+    readonly_rootfs: bool = False
+
+
 class LinuxContainerConfig(msgspec.Struct, kw_only=True, gc=False):
     resources: LinuxContainerResources | None = None
+    security_context: LinuxContainerSecurityContext | None = None
 
 
 class ContainerConfig(msgspec.Struct, kw_only=True, gc=False):
