@@ -24,7 +24,8 @@ from kubecore.scheduler.interface import CLEAR_NOMINATED_NODE, CycleState
 from kubecore.scheduler.nominator import status_nominated_node
 from kubecore.scheduler.podinfo import QueuedPodInfo
 from kubecore.scheduler.schedule_one import (
-    Assumed, Failed, assume_and_reserve, fail_with_post_filter, record_native, schedule_one,
+    Assumed, Failed, assume_and_reserve, fail_with_post_filter, record_native, resolve_default_spread,
+    schedule_one,
 )
 from kubecore.scheduler.status import Code, Status
 
@@ -77,6 +78,7 @@ def schedule_batch(fw: Framework, pinfos: Sequence[QueuedPodInfo]) -> list[Assum
     run: list[tuple[QueuedPodInfo, CycleState]] = []
     for p in pinfos:
         state = CycleState()
+        resolve_default_spread(fw, p)
         if _fast(fw, state, p):
             run.append((p, state))
             continue

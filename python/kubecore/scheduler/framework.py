@@ -35,6 +35,7 @@ from kubecore.scheduler.interface import (
     PreFilterPlugin, PreFilterResult, PreScorePlugin, ReservePlugin, ScoreExtensions, ScorePlugin,
 )
 from kubecore.scheduler.events import ClusterEvent, QueueingHintFn
+from kubecore.scheduler.defaultspread import DefaultSpread
 from kubecore.scheduler.native import NativeKernels
 from kubecore.scheduler.podinfo import NodeInfo, Obj, pod_key, pod_priority, pod_uid
 from kubecore.scheduler.status import Code, Status, as_status
@@ -86,6 +87,7 @@ class Framework:
         self.score_order = list(score_order)
         self.waiting_pods = WaitingPods()
         self.unavailable: list[str] = []  # default plugins this build cannot run (dropped)
+        self.default_spread: DefaultSpread | None = None  # PodTopologySpread's cluster defaults
         self._pre_filter_ext = [p for p in plugins.pre_filter if isinstance(p, PreFilterExtensions)]
         self._score_ext = {p.name for p in plugins.score if isinstance(p, ScoreExtensions)}
 

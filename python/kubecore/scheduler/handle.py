@@ -13,6 +13,9 @@ A plugin factory receives `(args, handle)`. The handle is shared by the profile'
     get_pv(name)                     a PersistentVolume or None (VolumeBinding)
     list_pdbs()                      all PodDisruptionBudgets (DefaultPreemption)
     list_pods(namespace)             pods of a namespace, bound or not (Coscheduling)
+    list_pod_group(namespace, group) pods labelled with that pod group, from an index (Coscheduling)
+    default_selector(pod)            the pod's default LabelSelector from its Services and
+                                     controller, or None (PodTopologySpread's default constraints)
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class Services:
     get_pv: Callable[[str], Obj | None] | None = None
     list_pdbs: Callable[[], list[Obj]] | None = None
     list_pods: Callable[[str], list[Obj]] | None = None
+    list_pod_group: Callable[[str, str], list[Obj]] | None = None
+    default_selector: Callable[[Obj], Obj | None] | None = None
 
 
 class Handle:

@@ -62,7 +62,8 @@ def with_node_name(pod: Obj, node: str) -> Obj:
 class QueuedPodInfo:
     """A pod waiting to be scheduled and the queue's record of it.
 
-    Invariants: `key` and `priority` always describe `pod`; `raw` is None or the JSON of `pod`;
+    Invariants: `key` and `priority` always describe `pod`; `raw` is None or the JSON of `pod`
+    (plus its default spread constraints);
     `attempts` counts pops; `timestamp` is the last time the pod was (re)added to the queue;
     `gating_plugin` is the PreEnqueue plugin that last rejected it ("" = not gated).
     """
@@ -70,7 +71,7 @@ class QueuedPodInfo:
     __slots__ = ("pod", "key", "priority", "timestamp", "initial_attempt_timestamp", "attempts",
                  "unschedulable_count", "consecutive_errors_count", "unschedulable_plugins",
                  "pending_plugins", "gating_plugin", "gating_plugin_events", "backoff_expiration",
-                 "cycle", "_raw")
+                 "cycle", "_raw", "_default_spread")
 
     def __init__(self, pod: Obj, *, timestamp: float) -> None:
         self.pod = pod
@@ -88,14 +89,24 @@ class QueuedPodInfo:
         self.backoff_expiration: float | None = None
         self.cycle = 0
         self._raw: bytes | None = None
+        self._default_spread: Obj | None = None
 
     @property
     def raw(self) -> bytes:
-        """The pod as JSON bytes (encoded on first use, kept until `update`)."""
+        """The pod as JSON bytes for the native kernels (encoded on first use, kept until `update`
+        or new default spread constraints), with its resolved default spread constraints."""
         raw = self._raw
         if raw is None:
-            raw = self._raw = _encode(self.pod)
+            extra = self._default_spread
+            raw = self._raw = _encode(self.pod if extra is None else {**self.pod, "kubecoreDefaultSpread": extra})
         return raw
+
+    def set_default_spread(self, extra: Obj | None) -> None:
+        """The pod's cluster default spread constraints for this cycle (see
+        `kubecore.scheduler.defaultspread`); `raw` carries them."""
+        if extra != self._default_spread:
+            self._default_spread = extra
+            self._raw = None
 
     @property
     def uid(self) -> str:

@@ -22,7 +22,7 @@ VolumeZone, and native kernels a build lacks) are dropped from the defaults and 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,9 @@ from kubecore.scheduler import events as ev
 from kubecore.scheduler import interface as itf
 from kubecore.scheduler.cache import Cache
 from kubecore.scheduler.config import EXTENSION_POINTS, MULTI_POINT, PluginRef, Profile, SchedulerConfig
+from kubecore.scheduler.config_args import PodTopologySpreadArgs
 from kubecore.scheduler.configerrors import ConfigError
+from kubecore.scheduler.defaultspread import DefaultSpread
 from kubecore.scheduler.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHintFn
 from kubecore.scheduler.framework import Framework, PluginLists
 from kubecore.scheduler.handle import Handle, MissingService, Services
@@ -251,8 +253,19 @@ def build_framework(profile: Profile, *, config: SchedulerConfig, handle: Handle
                    percentage_of_nodes_to_score=percentage, handle=handle,
                    filter_order=[r.name for r in points["filter"]], score_order=[r.name for r in points["score"]])
     fw.unavailable = resolved.unavailable
+    fw.default_spread = _default_spread(profile, handle, native=[*native_filters, *(n for n, _ in native_scores)])
     handle.framework = fw
     return fw
+
+
+def _default_spread(profile: Profile, handle: Handle, *, native: Sequence[str]) -> DefaultSpread | None:
+    """PodTopologySpread's cluster defaults, when the profile runs it natively and the wiring can
+    find a pod's Services and controller."""
+    selector_for = handle.services.default_selector
+    if "PodTopologySpread" not in native or selector_for is None:
+        return None
+    args = profile.plugin_args.get("PodTopologySpread")
+    return DefaultSpread(args if isinstance(args, PodTopologySpreadArgs) else PodTopologySpreadArgs(), selector_for)
 
 
 @dataclass

@@ -309,6 +309,10 @@ def fail_with_post_filter(fw: Framework, state: CycleState, pinfo: QueuedPodInfo
     result, st = fw.run_post_filter(state, pinfo.pod, fe.diagnosis.node_to_status)
     fe.diagnosis.post_filter_msg = st.message()
     nominating = result.nominating_info if result is not None else None
+    if nominating is not None and nominating.node:
+        # Nominate now, not when the caller records the failure: the later pods of the same
+        # batch must see this pod on its node, or their preemption picks the same victims.
+        fw.handle.nominator.add(pinfo.pod, nominating)
     return Failed(pinfo, Status(Code.UNSCHEDULABLE).with_error(fe), fit_error=fe, nominating=nominating)
 
 
@@ -336,9 +340,17 @@ def assume_and_reserve(fw: Framework, state: CycleState, pinfo: QueuedPodInfo, n
     return rejection_failure(pinfo, st, node)
 
 
+def resolve_default_spread(fw: Framework, pinfo: QueuedPodInfo) -> None:
+    """PodTopologySpread's cluster default constraints for this cycle (they follow the pod's
+    Services and controller, which can change between cycles), carried by `pinfo.raw`."""
+    if fw.default_spread is not None:
+        pinfo.set_default_spread(fw.default_spread.for_pod(pinfo.pod))
+
+
 def schedule_one(fw: Framework, pinfo: QueuedPodInfo) -> Assumed | Failed:
     """The scheduling cycle of one popped pod (see the module docstring)."""
     state = CycleState()
+    resolve_default_spread(fw, pinfo)
     num_nodes = fw.handle.cache.num_nodes
     try:
         if num_nodes == 0:

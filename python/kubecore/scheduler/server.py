@@ -5,7 +5,8 @@ election and metrics (kube-scheduler's app/server.go and scheduler.go wiring).
     code = await server.run()            # until cancelled, or leadership lost (1)
 
 One leadership term is a `LiveScheduler`: a fresh informer factory (pods, nodes, PVCs, PVs,
-StorageClasses, PodDisruptionBudgets, Namespaces), a fresh `SchedulerCore` built from the configuration with
+StorageClasses, PodDisruptionBudgets, Namespaces; Services, ReplicationControllers, ReplicaSets and
+StatefulSets for PodTopologySpread's default selector), a fresh `SchedulerCore` built from the configuration with
 `Services` that read those informers and write through `ApiWrites`, the handlers of
 `eventhandlers` (pods' affinity namespaceSelectors resolved by `namespaces`), then — once every informer has synced and `gc.freeze()` has moved the cached
 objects out of the collector's way — the `Driver` loop until cancelled. Tests run a
@@ -37,6 +38,7 @@ from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENE
 from kubecore.client.rest import RestClient
 from kubecore.client.sinks import RestApiSink
 from kubecore.controllers.manager import default_identity
+from kubecore.scheduler import defaultspread
 from kubecore.scheduler import events as ev
 from kubecore.scheduler.apiwrites import ApiWrites, TaskSet
 from kubecore.scheduler.binding import Bound
@@ -46,6 +48,7 @@ from kubecore.scheduler.eventhandlers import PodHandlers, node_handler, storage_
 from kubecore.scheduler.handle import Services
 from kubecore.scheduler.metrics import DEFAULT_METRICS_PORT, MetricsServer, SchedulerMetrics
 from kubecore.scheduler.namespaces import NamespaceResolver
+from kubecore.scheduler.plugins.coscheduling import POD_GROUP_LABEL
 from kubecore.scheduler.podinfo import Obj
 from kubecore.scheduler.registry import SchedulerCore, build_scheduler
 from kubecore.scheduler.schedule_one import Failed
@@ -59,6 +62,19 @@ LEASE_NAME = "kube-scheduler"
 COMPONENT = "default-scheduler"
 """The events' source component, as upstream's (the default profile's name)."""
 SYNC_TIMEOUT = 60.0
+CONTROLLER_RESOURCES = {("v1", "ReplicationController"): "replicationcontrollers",
+                        ("apps/v1", "ReplicaSet"): "replicasets", ("apps/v1", "StatefulSet"): "statefulsets"}
+"""The controllers whose selectors join a pod's default spread selector, and their informers."""
+
+
+POD_GROUP_INDEX = "scheduling.x-k8s.io/pod-group"
+"""Pods by `<namespace>/<pod group label>` (Coscheduling's sibling lookups)."""
+
+
+def pod_group_index(pod: Obj) -> list[str]:
+    meta = pod.get("metadata") or {}
+    group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+    return [f"{meta.get('namespace') or ''}/{group}"] if group else []
 
 
 def _nothing_pending() -> Mapping[str, int]:
@@ -101,8 +117,9 @@ class LiveScheduler:
         """Set once the informers synced and scheduling began (tests wait on it)."""
         self._informers: dict[str, SharedIndexInformer] = {}
 
-    async def _informer(self, api_version: str, resource: str) -> SharedIndexInformer:
-        informer = await self.factory.informer_for(api_version, resource)
+    async def _informer(self, api_version: str, resource: str, *,
+                        indexers: Mapping[str, Callable[[Obj], list[str]]] | None = None) -> SharedIndexInformer:
+        informer = await self.factory.informer_for(api_version, resource, indexers=indexers)
         self._informers[resource] = informer
         return informer
 
@@ -121,17 +138,33 @@ class LiveScheduler:
         def list_pods(namespace: str) -> list[Obj]:
             return inf["pods"].indexer.by_index(NAMESPACE_INDEX, namespace)
 
+        def list_pod_group(namespace: str, group: str) -> list[Obj]:
+            return inf["pods"].indexer.by_index(POD_GROUP_INDEX, f"{namespace}/{group}")
+
+        def default_selector(pod: Obj) -> Obj | None:
+            namespace = (pod.get("metadata") or {}).get("namespace") or ""
+            ref = defaultspread.controller_ref(pod)
+            kind = (str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")) if ref else ("", "")
+            resource = CONTROLLER_RESOURCES.get(kind)
+            owner = inf[resource].indexer.get_by_key(f"{namespace}/{ref['name']}") if ref and resource else None
+            services = inf["services"].indexer.by_index(NAMESPACE_INDEX, namespace)
+            return defaultspread.default_selector(pod, services=services, controller=owner, controller_kind=kind)
+
         return Services(bind=writes.bind, evict=writes.evict, clear_nominated_node=writes.clear_nominated_node,
-                        get_pvc=get_pvc, get_pv=get_pv, list_pdbs=list_pdbs, list_pods=list_pods)
+                        get_pvc=get_pvc, get_pv=get_pv, list_pdbs=list_pdbs, list_pods=list_pods,
+                        list_pod_group=list_pod_group, default_selector=default_selector)
 
     async def build(self) -> SchedulerCore:
         """The informers and the core, handlers attached, nothing started yet."""
-        pods = await self._informer("v1", "pods")
+        pods = await self._informer("v1", "pods", indexers={POD_GROUP_INDEX: pod_group_index})
         nodes = await self._informer("v1", "nodes")
         storage = {ev.PERSISTENT_VOLUME_CLAIM: await self._informer("v1", "persistentvolumeclaims"),
                    ev.PERSISTENT_VOLUME: await self._informer("v1", "persistentvolumes"),
                    ev.STORAGE_CLASS: await self._informer("storage.k8s.io/v1", "storageclasses")}
         await self._informer("policy/v1", "poddisruptionbudgets")
+        await self._informer("v1", "services")  # these and the controllers: PodTopologySpread's default selector
+        for (api_version, _), resource in CONTROLLER_RESOURCES.items():
+            await self._informer(api_version, resource)
         namespaces = await self._informer("v1", "namespaces")
         writes = ApiWrites(self.rest, self.broadcaster.new_recorder(COMPONENT, host=socket.gethostname()),
                            tasks=self.tasks, clock=self.clock, lookup=pods.indexer.get_by_key)

@@ -97,6 +97,18 @@ pub struct ContainerImage {
 pub struct Pod {
     pub metadata: Option<ObjectMeta>,
     pub spec: Option<PodSpec>,
+    /// Not an API field: the cluster default spread constraints the scheduler resolved for a pod
+    /// without its own (they need the pod's Services and owners, which the kernels lack).
+    #[serde(rename = "kubecoreDefaultSpread")]
+    pub default_spread: Option<DefaultSpread>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct DefaultSpread {
+    /// From `defaultingType: System`: nodes lacking a topology key are still scored.
+    pub system: bool,
+    pub constraints: Vec<TopologySpreadConstraint>,
 }
 
 #[derive(Debug, Default, Deserialize)]

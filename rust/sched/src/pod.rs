@@ -71,7 +71,7 @@ impl ParsedPod {
             selector: nodeaffinity::parse(spec),
             host_ports: ports::pod_host_ports(spec),
             images,
-            spread: spread::parse(spec, &labels),
+            spread: spread::parse_or_default(spec, pod.default_spread.as_ref(), &labels),
             affinity: PodTerms::parse(spec, meta.and_then(|m| m.namespace.as_deref()).unwrap_or_default(), &labels),
             terminating: meta.and_then(|m| m.deletion_timestamp.as_ref()).is_some(),
             labels,

@@ -17,12 +17,18 @@
 //! other feasible nodes are counted over all eligible nodes (hostname: the node's own pods), a
 //! node scores `Σ count·ln(domains+2) + (maxSkew-1)` rounded, and scores are normalized so the
 //! fewest matching pods get 100: `100·(max+min-s)/max` (all 100 when max is 0).
-//! The system default constraints (for pods without any) need the pod's Services and owners,
-//! which the kernels do not have: such pods are not scored here.
+//!
+//! Cluster default constraints: a pod without constraints of its own gets the profile's default
+//! ones, with a label selector built from its Services and controller (upstream's
+//! `helper.DefaultSelector`). The scheduler resolves them (the kernels have no Services) and
+//! passes them beside the pod (`kubecoreDefaultSpread`). With `defaultingType: System` a node
+//! lacking a key is not ignored: it scores by the constraints whose key it has (upstream's
+//! `requireAllTopologies` false), and its missing value counts as one more domain, as upstream's
+//! empty label value does.
 
 use std::collections::HashMap;
 
-use crate::api::PodSpec;
+use crate::api::{DefaultSpread, PodSpec, TopologySpreadConstraint};
 use crate::intern::Interner;
 use crate::labelselector::{Compiled as CSelector, Selector};
 use crate::nodeaffinity::label;
@@ -44,13 +50,25 @@ pub struct Constraint {
     pub min_domains: i64,
     pub honor_affinity: bool,
     pub honor_taints: bool,
+    /// One of the System default constraints (see the module docs).
+    pub system_default: bool,
 }
 
 pub fn parse(spec: &PodSpec, pod_labels: &[(String, String)]) -> Vec<Constraint> {
+    parse_list(spec.topology_spread_constraints.as_deref().unwrap_or_default(), false, pod_labels)
+}
+
+/// The pod's own constraints, else the cluster defaults the scheduler resolved for it.
+pub fn parse_or_default(spec: &PodSpec, defaults: Option<&DefaultSpread>, pod_labels: &[(String, String)]) -> Vec<Constraint> {
+    match (spec.topology_spread_constraints.as_deref(), defaults) {
+        (None | Some([]), Some(d)) => parse_list(&d.constraints, d.system, pod_labels),
+        _ => parse(spec, pod_labels),
+    }
+}
+
+fn parse_list(list: &[TopologySpreadConstraint], system_default: bool, pod_labels: &[(String, String)]) -> Vec<Constraint> {
     let get = |k: &String| pod_labels.iter().find(|(lk, _)| lk == k).cloned();
-    spec.topology_spread_constraints
-        .iter()
-        .flatten()
+    list.iter()
         .map(|c| {
             let keys: Vec<(String, String)> = c.match_label_keys.iter().flatten().filter_map(get).collect();
             Constraint {
@@ -61,6 +79,7 @@ pub fn parse(spec: &PodSpec, pod_labels: &[(String, String)]) -> Vec<Constraint>
                 min_domains: c.min_domains.unwrap_or(1),
                 honor_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
                 honor_taints: c.node_taints_policy.as_deref() == Some("Honor"),
+                system_default,
             }
         })
         .collect()
@@ -78,6 +97,7 @@ pub struct CConstraint {
     min_domains: i64,
     honor_affinity: bool,
     honor_taints: bool,
+    system_default: bool,
 }
 
 /// The pod's hard (or soft) constraints over the snapshot's strings; `pod_labels` sorted.
@@ -94,6 +114,7 @@ pub fn compile(cs: &[Constraint], hard: bool, pod_labels: &[(String, String)], s
                 min_domains: c.min_domains,
                 honor_affinity: c.honor_affinity,
                 honor_taints: c.honor_taints,
+                system_default: c.system_default,
             }
         })
         .collect()
@@ -186,12 +207,14 @@ impl Filter {
 /// The soft constraints' normalized scores for the feasible `slots`.
 pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32>, slots: &[u32], out: &mut [i64]) {
     let cols = &snap.cols;
-    let ignored: Vec<bool> = slots.iter().map(|&s| !has_keys(&cols.labels[s as usize], cs)).collect();
+    // upstream's requireAllTopologies: false only for the System default constraints
+    let require_all = !cs.iter().any(|c| c.system_default);
+    let value_of = |c: &CConstraint, s: usize| c.key.and_then(|k| label(&cols.labels[s], k));
+    let ignored: Vec<bool> = slots.iter().map(|&s| require_all && !has_keys(&cols.labels[s as usize], cs)).collect();
     let mut domains: Vec<HashMap<u32, i64>> = vec![HashMap::new(); cs.len()];
     for (&s, _) in slots.iter().zip(&ignored).filter(|(_, &ig)| !ig) {
         for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
-            let value = c.key.and_then(|k| label(&cols.labels[s as usize], k)).expect("not ignored");
-            d.entry(value).or_insert(0);
+            d.entry(value_of(c, s as usize).unwrap_or(MISSING)).or_insert(0);
         }
     }
     let kept = ignored.iter().filter(|&&ig| !ig).count();
@@ -199,11 +222,11 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
         cs.iter().zip(&domains).map(|(c, d)| (if c.hostname { kept } else { d.len() } as f64 + 2.0).ln()).collect();
     for &slot in &snap.order {
         let s = slot as usize;
-        if !has_keys(&cols.labels[s], cs) {
+        if require_all && !has_keys(&cols.labels[s], cs) {
             continue;
         }
         for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
-            let value = c.key.and_then(|k| label(&cols.labels[s], k)).expect("has_keys checked it");
+            let value = value_of(c, s).unwrap_or(MISSING);
             if d.contains_key(&value) && included(snap, q, c, s) {
                 *d.get_mut(&value).expect("present") += count_on(snap, s, c, ns);
             }
@@ -215,7 +238,7 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
         }
         let mut score = 0.0;
         for ((c, d), w) in cs.iter().zip(&domains).zip(&weights) {
-            let value = c.key.and_then(|k| label(&cols.labels[s as usize], k)).expect("not ignored");
+            let Some(value) = value_of(c, s as usize) else { continue }; // only without require_all
             let cnt = if c.hostname { count_on(snap, s as usize, c, ns) } else { d[&value] };
             score += cnt as f64 * w + (c.max_skew - 1) as f64;
         }
@@ -223,6 +246,10 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
     }
     normalize(out, &ignored);
 }
+
+/// The domain of nodes without a constraint's key when they are not ignored (upstream reads
+/// the missing label as "", one more domain).
+const MISSING: u32 = u32::MAX;
 
 /// PodTopologySpread's NormalizeScore: fewer matching pods score higher; ignored nodes 0.
 fn normalize(scores: &mut [i64], ignored: &[bool]) {

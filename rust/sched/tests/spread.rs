@@ -146,3 +146,41 @@ fn soft_constraints_score_emptier_domains_higher() {
     let r = s.schedule(&only, &bytes(&web("p", host)), true).unwrap();
     assert_eq!(r.node_name(), Some("a2"));
 }
+
+/// The scheduler passes a pod's resolved cluster default constraints beside it; with
+/// `defaultingType: System` a node without the zone label still scores by hostname (upstream's
+/// requireAllTopologies false), with `List` it is ignored. Expected figures worked by hand from
+/// upstream's formula: `count·ln(domains+2) + maxSkew-1` per constraint, then normalized.
+#[test]
+fn default_constraints_system_vs_list() {
+    let nodes = [zoned("a1", "a"), zoned("a2", "a"), node("bare", "8", "16Gi", 110)];
+    let defaults = json!([
+        {"maxSkew": 3, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "web"}}},
+        {"maxSkew": 5, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "web"}}},
+    ]);
+    let only = profile(|c| c.scores = vec![("PodTopologySpread".into(), 2)]);
+    let score = |system: bool| {
+        let mut s = snapshot(&nodes);
+        let mut w = pod("w", "100m", "10Mi");
+        w["metadata"]["labels"] = json!({"app": "web"});
+        place(&mut s, "default/w1", &w, "a1");
+        place(&mut s, "default/w2", &w, "a1");
+        let mut p = w.clone();
+        p["kubecoreDefaultSpread"] = json!({"system": system, "constraints": defaults.clone()});
+        let r = s.schedule(&only, &bytes(&p), false).unwrap();
+        let mut by_name: Vec<(String, i64)> = r.feasible_names().map(str::to_string).zip(r.scores.iter().copied()).collect();
+        by_name.sort();
+        by_name
+    };
+    // System: a1 = 2·ln5+2 + 2·ln4+4 ≈ 12, a2 = 2 + 2·ln4+4 ≈ 9, bare = 2 (hostname only).
+    assert_eq!(score(true), vec![("a1".into(), 32), ("a2".into(), 82), ("bare".into(), 200)]);
+    // List: bare ignored; a1 = 2·ln4+2 + 2·ln3+4 ≈ 11, a2 = 2 + 2·ln3+4 ≈ 8.
+    assert_eq!(score(false), vec![("a1".into(), 144), ("a2".into(), 200), ("bare".into(), 0)]);
+    // A pod's own constraints win over the defaults.
+    let mut s = snapshot(&nodes);
+    let mut p = web("p", zone_rule("DoNotSchedule"));
+    p["kubecoreDefaultSpread"] = json!({"system": true, "constraints": defaults.clone()});
+    assert_eq!(feasible(&mut s, &p), vec!["a1", "a2"]); // the pod's own hard rule: bare lacks the key
+}

@@ -68,10 +68,12 @@ class Coscheduling:
         handle.cache.add_label_index(POD_GROUP_LABEL)
 
     def _members(self, ns: str, group: str) -> list[Obj]:
-        list_pods = self.handle.services.list_pods
-        if list_pods is None:
+        services = self.handle.services
+        if services.list_pod_group is not None:  # an index: not a scan of the namespace per cycle
+            return [p for p in services.list_pod_group(ns, group) if _live(p)]
+        if services.list_pods is None:
             return []
-        return [p for p in list_pods(ns)
+        return [p for p in services.list_pods(ns)
                 if ((p.get("metadata") or {}).get("labels") or {}).get(POD_GROUP_LABEL) == group and _live(p)]
 
     def pre_filter(self, state: CycleState, pod: Obj) -> tuple[PreFilterResult | None, Status | None]:
