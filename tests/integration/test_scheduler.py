@@ -199,7 +199,7 @@ async def test_up_with_hollow_nodes_runs_a_deployment(tmp_path: Path) -> None:
     log = open(tmp_path / "up.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "kubecore.cli.main", "up", "--data-dir", str(tmp_path / "data"),
-         "--listen", f"127.0.0.1:{port}", "--nodes", "3", "--scheduler-metrics-port", "0"],
+         "--listen", f"127.0.0.1:{port}", "--nodes", "3", "--runtime", "sim", "--scheduler-metrics-port", "0"],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env())
     kubeconfig = tmp_path / "kubeconfig.test"
     kubeconfig.write_text(KUBECONFIG.format(url=url))
@@ -359,3 +359,11 @@ async def test_anti_affinity_namespace_selector_is_resolved_against_namespaces(s
     message = await eventually(rejected, "the pod kept off both nodes by its anti-affinity")
     assert message.startswith("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
     assert "loner" not in await sched.bound()
+    # The namespace loses its label: the term now selects no namespace, the pending pod is
+    # resolved again and placed.
+    await (await sched.rest.resource("v1", "namespaces")).patch(sched.ns, {"metadata": {"labels": {"team": None}}})
+
+    async def placed() -> bool:
+        return "loner" in await sched.bound()
+
+    await eventually(placed, "the pod placed once its namespaceSelector selects no namespace")

@@ -31,6 +31,7 @@ from kubecore.client.informer import EventHandlerFuncs
 from kubecore.scheduler import events as ev
 from kubecore.scheduler.cache import CacheError
 from kubecore.scheduler.events import ActionType, ClusterEvent
+from kubecore.scheduler.namespaces import NamespaceResolver
 from kubecore.scheduler.podinfo import Obj, pod_key, scheduler_name
 from kubecore.scheduler.registry import SchedulerCore
 
@@ -65,10 +66,11 @@ class PodHandlers:
     """The two filtered pod handlers over one core (see the module docstring)."""
 
     def __init__(self, core: SchedulerCore, *, scheduler_names: Collection[str] | None = None,
-                 resolve: Callable[[Obj], Obj] | None = None) -> None:
+                 namespaces: NamespaceResolver | None = None) -> None:
         self.core = core
         self.names = frozenset(scheduler_names if scheduler_names is not None else core.frameworks)
-        self.resolve = resolve or _same
+        self.namespaces = namespaces
+        self.resolve = namespaces.resolve if namespaces is not None else _same
         """Applied to a pod before the queue or the cache sees it (namespaces.NamespaceResolver)."""
 
     def for_queue(self, pod: Obj) -> bool:
@@ -96,10 +98,37 @@ class PodHandlers:
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pod = unwrap(obj)
+        if self.namespaces is not None:
+            self.namespaces.forget(pod)
         if self.for_cache(pod):
             self.delete_from_cache(pod)
         elif self.for_queue(pod):
             self.delete_from_queue(pod)
+
+    def on_namespaces_changed(self) -> None:
+        """A Namespace was added, relabelled or deleted: pods whose affinity terms select
+        namespaces by label and now resolve differently reach the cache and queue as updates."""
+        if self.namespaces is None:
+            return
+        for old, new in self.namespaces.refresh():
+            self._filtered(self.for_cache, old, new, add=self.add_to_cache, update=self.update_in_cache,
+                           delete=self.delete_from_cache)
+            self._filtered(self.for_queue, old, new, add=self.core.queue.add, update=self.core.queue.update,
+                           delete=self.delete_from_queue)
+
+    def namespace_handler(self) -> EventHandlerFuncs:
+        """The handlers for the Namespace informer (label changes only matter)."""
+        def on_add(ns: Obj, is_in_initial_list: bool = False) -> None:
+            self.on_namespaces_changed()
+
+        def on_update(old: Obj, new: Obj) -> None:
+            if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get("labels"):
+                self.on_namespaces_changed()
+
+        def on_delete(ns: Obj | DeletedFinalStateUnknown) -> None:
+            self.on_namespaces_changed()
+
+        return EventHandlerFuncs(on_add_func=on_add, on_update_func=on_update, on_delete_func=on_delete)
 
     @staticmethod
     def _filtered(passes: Callable[[Obj], bool], old: Obj, new: Obj, *, add: Callable[[Obj], None],

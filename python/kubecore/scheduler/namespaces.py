@@ -7,9 +7,11 @@ The kernels never see Namespaces (rust/sched podaffinity.rs): a term's empty `na
 required and preferred pod affinity and anti-affinity terms, before the pod reaches the queue
 or the cache; a pod without such a term is returned as is (no copy).
 
-Limit: a term is resolved when its pod is added or updated. A namespace whose labels change later
-is seen by the pods that arrive (or change) afterwards; upstream re-reads the namespace lister
-every cycle.
+A term is resolved when its pod is added or updated, and again whenever a Namespace is added,
+relabelled or deleted: the resolver remembers the pods it resolved (`forget` drops one) and
+`refresh()` answers the (old, new) pairs whose resolution changed, which the pod handlers pass
+on as updates (`PodHandlers.on_namespaces_changed`). Upstream re-reads the namespace lister every
+cycle; the outcome is the same.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 
 from kubecore.controllers.controller_utils import InvalidSelector, selector_from_label_selector
-from kubecore.scheduler.podinfo import Obj
+from kubecore.scheduler.podinfo import Obj, pod_key
 
 __all__ = ["NamespaceResolver", "RESOLVED"]
 
@@ -53,6 +55,8 @@ class NamespaceResolver:
 
     def __init__(self, list_namespaces: Callable[[], Iterable[Obj]]) -> None:
         self.list_namespaces = list_namespaces
+        self.resolved: dict[str, Obj] = {}
+        """"namespace/name" -> the last resolution of each pod with a selective term."""
 
     def _matching(self, selector: Obj) -> list[str]:
         try:
@@ -74,4 +78,17 @@ class NamespaceResolver:
         for term in _terms(out):
             if _selective(term):
                 term[RESOLVED] = self._matching(term["namespaceSelector"])
+        self.resolved[pod_key(out)] = out
         return out
+
+    def forget(self, pod: Obj) -> None:
+        self.resolved.pop(pod_key(pod), None)
+
+    def refresh(self) -> list[tuple[Obj, Obj]]:
+        """After a Namespace change: (previous, new) resolutions of the pods whose changed."""
+        changed = []
+        for old in list(self.resolved.values()):
+            new = self.resolve(old)  # re-resolving a resolution overwrites its lists
+            if [t.get(RESOLVED) for t in _terms(new)] != [t.get(RESOLVED) for t in _terms(old)]:
+                changed.append((old, new))
+        return changed

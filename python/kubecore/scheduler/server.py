@@ -171,7 +171,9 @@ class LiveScheduler:
         core = build_scheduler(self.config, services=self._services(writes), clock=self.clock)
         nodes.add_event_handler(node_handler(core))
         resolver = NamespaceResolver(namespaces.indexer.list)
-        pods.add_event_handler(PodHandlers(core, resolve=resolver.resolve).handler())
+        handlers = PodHandlers(core, namespaces=resolver)
+        pods.add_event_handler(handlers.handler())
+        namespaces.add_event_handler(handlers.namespace_handler())
         for resource, informer in storage.items():
             informer.add_event_handler(storage_handler(core, resource))
         self.core = core
