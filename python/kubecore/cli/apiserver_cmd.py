@@ -10,7 +10,7 @@ from typing import Any
 from kubecore.store import LockedError, StoreError
 
 DEFAULT_LISTEN = "127.0.0.1:6443"
-RUNTIMES = ("auto", "sim")
+RUNTIMES = ("auto", "sim", "containerd")
 
 
 def register(sub: Any) -> None:
@@ -31,9 +31,12 @@ def register(sub: Any) -> None:
     p.add_argument("--scheduler-metrics-port", type=int, default=10259, metavar="PORT",
                    help="the scheduler's metrics port on 127.0.0.1 (default 10259; 0: off)")
     p.add_argument("--nodes", type=_node_count, default=0, metavar="N",
-                   help="also run N simulated nodes (one `kubecore hollow-nodes` process; default 0)")
+                   help="also run nodes: with the sim runtime N simulated nodes (one `kubecore hollow-nodes` "
+                        "process); with containerd this machine as one node whenever N >= 1 (default 0)")
     p.add_argument("--runtime", choices=RUNTIMES, default="auto",
-                   help="the nodes' container runtime: sim (the only one so far; auto picks it)")
+                   help="the nodes' container runtime: containerd (real containers; needs root and Debian's "
+                        "containerd, runc, containernetworking-plugins, busybox-static; implies --nodes 1), sim "
+                        "(simulated containers), auto (containerd when this machine can run it, else sim)")
     p.set_defaults(run=lambda a: _run(a, kubeconfig=True))
 
 
@@ -109,13 +112,39 @@ def up_children(args: argparse.Namespace, *, kubeconfig: Path) -> list[Any]:
         if args.scheduler_config is not None:
             argv += ["--config", str(args.scheduler_config)]
         children.append(ChildSpec("the scheduler", argv))
-    if args.nodes:
-        if args.runtime == "auto":
-            print("kubecore: --runtime auto: the nodes use the sim runtime (simulated containers; the only "
-                  "runtime so far)", file=sys.stderr)
+    runtime = node_runtime(args)
+    if runtime == "containerd":
+        children.append(ChildSpec("the kubelet", [
+            *base, "kubelet", "--kubeconfig", str(kubeconfig), "--runtime", "containerd",
+            "--root-dir", str((args.data_dir / "kubelet").absolute()), "--pod-cidr", UP_POD_CIDR]))
+    elif runtime == "sim":
         children.append(ChildSpec("the hollow nodes", [
             *base, "hollow-nodes", "--kubeconfig", str(kubeconfig), "--count", str(args.nodes)]))
     return children
+
+
+UP_POD_CIDR = "10.244.0.0/24"
+"""The pod CIDR of `up`'s containerd node (kubecore has no node IPAM controller to assign one)."""
+
+
+def node_runtime(args: argparse.Namespace) -> str | None:
+    """Which nodes `up` runs: "containerd" (this machine as one node), "sim" (--nodes hollow nodes)
+    or None; says on stderr what auto chose and what --nodes means with containerd."""
+    from kubecore.kubelet.containerd_node import unusable
+
+    if args.runtime == "sim" or (args.runtime == "auto" and not args.nodes):
+        return "sim" if args.nodes else None
+    if args.runtime == "auto":
+        why = unusable()
+        if why:
+            print(f"kubecore: --runtime auto: the {args.nodes} node(s) use the sim runtime (simulated containers; "
+                  f"containerd cannot run here: {why})", file=sys.stderr)
+            return "sim"
+        print("kubecore: --runtime auto: this machine is the node, with containerd (real containers)", file=sys.stderr)
+    if args.nodes > 1:
+        print(f"kubecore: --nodes {args.nodes} with containerd: this machine runs one node (more need more machines, "
+              "each with `kubecore kubelet --runtime containerd`)", file=sys.stderr)
+    return "containerd"
 
 
 def _serve_with_children(data_dir: Path, listen: Any, *, ready: str, children: list[Any]) -> None:

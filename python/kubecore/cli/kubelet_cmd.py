@@ -1,6 +1,7 @@
 """`kubecore kubelet` (one node) and `kubecore hollow-nodes` (many simulated nodes in one process).
 
     kubecore kubelet --kubeconfig K --node-name N --runtime sim [--cpu 4 --memory 32Gi --pods 110]
+    kubecore kubelet --kubeconfig K --runtime containerd [--root-dir DIR] [--pod-cidr 10.244.0.0/24]
     kubecore hollow-nodes --kubeconfig K --count 1000 [--prefix hollow-node-]
 
 Capacity: a `kubelet` reports this machine's CPUs, memory and root file system unless --cpu,
@@ -8,8 +9,13 @@ Capacity: a `kubelet` reports this machine's CPUs, memory and root file system u
 Flags follow the kubelet's names where it has them: --node-ip, --pod-cidr, --node-labels
 (k=v,...), --register-with-taints (key=value:Effect,...), --node-status-update-frequency,
 --node-status-report-frequency, --node-lease-duration-seconds, --sync-frequency, --kube-api-qps,
---kube-api-burst. The only runtime so far is `sim` (the simulated runtime; see
-kubecore.kubelet.sim.behaviour for the annotations that steer it).
+--kube-api-burst, --root-dir (pod volumes under <root-dir>/pods/<uid>/volumes; default
+/var/lib/kubecore/kubelet/<node> as root, else ~/.local/state/kubecore/kubelet/<node>).
+
+Runtimes: `sim` (simulated containers; see kubecore.kubelet.sim.behaviour for the annotations that
+steer them) and `containerd` (this machine's containers, as root: a private containerd under
+--containerd-state, default the root dir; the locally built busybox and pause images imported;
+a CNI bridge for the pod CIDR: --pod-cidr, else the Node's spec.podCIDR, else 10.244.0.0/24).
 
 Progress goes to stderr; SIGINT/SIGTERM stop cleanly (the simulated containers go with the
 process). A bad flag, an unreadable kubeconfig or an API server that cannot be reached exits
@@ -30,7 +36,7 @@ from typing import Any
 
 from kubecore.cli.controller_manager_cmd import parse_duration, run_loop
 
-RUNTIMES = ("sim",)
+RUNTIMES = ("sim", "containerd")
 
 
 def _key_values(text: str) -> dict[str, str]:
@@ -81,6 +87,11 @@ def register(sub: Any) -> None:
     p.add_argument("--runtime", choices=RUNTIMES, default="sim", help="container runtime (default sim)")
     p.add_argument("--node-ip", default=None, help="InternalIP to report (default: this machine's address)")
     p.add_argument("--pod-cidr", default=None, help="pod CIDR when the node has no spec.podCIDR")
+    p.add_argument("--root-dir", type=Path, default=None, metavar="DIR",
+                   help="where pod volumes live (default /var/lib/kubecore/kubelet/<node> as root, else "
+                        "~/.local/state/kubecore/kubelet/<node>)")
+    p.add_argument("--containerd-state", type=Path, default=None, metavar="DIR",
+                   help="the private containerd's directory (--runtime containerd; default: the root dir)")
     p.add_argument("--register-with-taints", type=_taints, default=[], metavar="K=V:EFFECT,...")
     p.add_argument("--sync-frequency", type=parse_duration, default=60.0, metavar="DURATION",
                    help="every pod is synced at least this often (default 1m)")
@@ -141,10 +152,26 @@ def _run_kubelet(args: argparse.Namespace) -> int:
             node_status_report_frequency=args.node_status_report_frequency,
             node_lease_duration=args.node_lease_duration_seconds, resync_interval=args.sync_frequency,
             record_events=args.record_events)
+        config.root_dir = str((args.root_dir or default_root_dir(config.node_name)).absolute())
         rest = _client(args, qps=50.0, burst=100)
     except (ConfigError, ValueError) as e:
         return _fail(str(e), 2)
-    return run_loop(_until_signalled(_serve_one(rest, config, node_ip=args.node_ip or default_node_ip())))
+    node_ip = args.node_ip or default_node_ip()
+    if args.runtime == "containerd":
+        state = str(args.containerd_state or config.root_dir)
+        return run_loop(_until_signalled(_serve_containerd(rest, config, node_ip=node_ip, state_dir=state)))
+    return run_loop(_until_signalled(_serve_one(rest, config, node_ip=node_ip)))
+
+
+def default_root_dir(node_name: str) -> Path:
+    """Where a kubelet keeps pod volumes unless --root-dir says (one directory per node name, so
+    kubelets of several nodes on one machine never clean up each other's pods)."""
+    import os
+
+    if os.geteuid() == 0:
+        return Path("/var/lib/kubecore/kubelet") / node_name
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "kubecore" / "kubelet" / node_name
 
 
 def _run_hollow(args: argparse.Namespace) -> int:
@@ -204,7 +231,8 @@ async def _serve_one(rest: Any, config: Any, *, node_ip: str) -> int:
             return _fail(problem)
         host = KubeletHost(rest, record_events=config.record_events)
         sim_kubelet(host, config, node_ip=node_ip)
-        _say(f"kubelet for node {config.node_name} (runtime sim, InternalIP {node_ip}) starting")
+        _say(f"kubelet for node {config.node_name} (runtime sim, InternalIP {node_ip}, volumes in "
+             f"{config.root_dir}) starting")
         try:
             await host.start(progress=_say)
             _settle_heap()
@@ -212,6 +240,37 @@ async def _serve_one(rest: Any, config: Any, *, node_ip: str) -> int:
             await asyncio.Event().wait()
         finally:
             await host.stop()
+    return 0
+
+
+async def _serve_containerd(rest: Any, config: Any, *, node_ip: str, state_dir: str) -> int:
+    from kubecore.kubelet.containerd_node import DEFAULT_POD_CIDR, containerd_kubelet, node_pod_cidr, unusable
+    from kubecore.kubelet.host import KubeletHost
+
+    why = unusable()
+    if why:
+        return _fail(f"the containerd runtime cannot run here: {why}")
+    async with rest:
+        problem = await _reachable(rest)
+        if problem:
+            return _fail(problem)
+        if not config.pod_cidr:
+            config.pod_cidr = await node_pod_cidr(rest, config.node_name) or DEFAULT_POD_CIDR
+        host = KubeletHost(rest, record_events=config.record_events)
+        _say(f"starting containerd in {state_dir}/containerd (pod CIDR {config.pod_cidr})")
+        try:
+            node = await containerd_kubelet(host, config, node_ip=node_ip, state_dir=state_dir)
+        except Exception as e:  # ContainerdError, OSError: say it in one line
+            return _fail(f"containerd did not start: {e}")
+        _say(f"kubelet for node {config.node_name} (runtime containerd, InternalIP {node_ip}, "
+             f"volumes in {config.root_dir}) starting")
+        try:
+            await host.start(progress=_say)
+            _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
+            await asyncio.Event().wait()
+        finally:
+            await host.stop()
+            await node.stop()
     return 0
 
 

@@ -4,9 +4,17 @@ Layers, bottom up (each module is one idea; its docstring says what upstream cod
 
     cri.py              the runtime interface: CRI's services and messages (asyncio + msgspec)
     sim/                a runtime without processes (hollow nodes): runtime + IPAM, annotations + probe answers
+    containerd/         a real runtime: containerd's CRI v1 over gRPC, its daemon and CNI config, local images
     runtime_status.py   the runtime's view of a pod, and the PLEG's cache of it
     actions.py          computePodActions: what a sync must do (pure)
     runtime_config.py   PodSandboxConfig / ContainerConfig from a pod
+    expansion.py        $(VAR) expansion in env values, command, args, subPathExpr
+    downward.py         the downward API: pod fields and container resources as strings
+    objects.py          ConfigMaps and Secrets read through the API (short TTL cache)
+    envvars.py          a container's environment: envFrom, valueFrom, expansion
+    atomic_writer.py    volume files swapped in atomically (the ..data symlink)
+    volume_payloads.py  the files of configMap/secret/downwardAPI/projected volumes
+    volumes.py          pod volume directories under the root dir, CRI mounts, clean-up
     handlers.py         running exec/httpGet/tcpSocket probes and lifecycle hooks for real
     runtime_manager.py  SyncPod / KillPod / killContainer over CRI, image pulls, crash-loop back-off
     backoff.py          per-key exponential back-off, the reason cache
@@ -22,6 +30,8 @@ Layers, bottom up (each module is one idea; its docstring says what upstream cod
     kubelet.py          one node's kubelet, wiring the above
     host.py             what kubelets in one process share: client, watches, timers, writer
     hollow.py           building N hollow (simulated) nodes in one host
+    containerd_node.py  a kubelet for this machine over a private containerd (containerd/)
 
-Run one with `kubecore kubelet --runtime sim`, many with `kubecore hollow-nodes --count N`.
+Run one with `kubecore kubelet --runtime sim|containerd`, many simulated ones with
+`kubecore hollow-nodes --count N`.
 """

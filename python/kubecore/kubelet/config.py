@@ -79,6 +79,9 @@ class KubeletConfig:
     hostname: str | None = None
     pod_cidr: str | None = None
     """The pod CIDR the runtime uses when the node's spec.podCIDR is empty."""
+    root_dir: str | None = None
+    """--root-dir: where pod volumes are written (<root>/pods/<uid>/volumes/...); None (hollow
+    nodes) writes nothing (see volumes.py)."""
     operating_system: str = "linux"
     architecture: str = field(default_factory=go_arch)
     register_node: bool = True

@@ -14,6 +14,10 @@ What happens, in upstream's terms:
 - Pod events from the host's watch (`pod_upserted`, `pod_removed`) become pod-worker updates; a
   change of status only (the kubelet's own writes coming back) does not sync the pod. Deletion
   (a deletionTimestamp) asks for termination with the pod's deletion grace period.
+- Before a pod's sandbox and containers are created, its volumes are set up under the root dir
+  (`volumes.py`; a failure keeps the pod ContainerCreating with a FailedMount event and retries
+  with back-off); a forgotten pod's volume directory (and, on a real node, its logs) is removed,
+  and housekeeping removes the directories of pods the kubelet no longer knows.
 - The worker's passes (`sync_pod`, `sync_terminating_pod`, `sync_terminated_pod`, `forget`) are
   upstream's SyncPod / SyncTerminatingPod / SyncTerminatedPod / cleanup, described in
   `pod_workers.py`; statuses go to the `StatusManager`, which writes them and makes the final
@@ -23,15 +27,18 @@ What happens, in upstream's terms:
 from __future__ import annotations
 
 import logging
+import shutil
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kubecore.kubelet import cri, podutil
+from kubecore.kubelet import cri, podutil, runtime_config
 from kubecore.kubelet.config import KubeletConfig, MachineInfo
+from kubecore.kubelet.envvars import EnvContext
 from kubecore.kubelet.handlers import Handlers
 from kubecore.kubelet.node_agent import NodeAgent, NodeLease
 from kubecore.kubelet.node_status import node_ref
+from kubecore.kubelet.objects import ApiObjects
 from kubecore.kubelet.pleg import Pleg
 from kubecore.kubelet.pod_workers import PodWork, PodWorkers, SyncOutcome
 from kubecore.kubelet.probes import READINESS, ProbeManager
@@ -40,6 +47,7 @@ from kubecore.kubelet.runtime_status import PodCache, PodRuntimeStatus
 from kubecore.kubelet.status_gen import generate_pod_status
 from kubecore.kubelet.status_manager import StatusManager
 from kubecore.kubelet.timers import Periodic
+from kubecore.kubelet.volumes import VolumeManager
 
 if TYPE_CHECKING:
     from kubecore.kubelet.host import KubeletHost
@@ -75,8 +83,14 @@ class Kubelet:
         """uid -> namespace/name of every pod bound to this node that the kubelet tracks."""
         self._seen: dict[str, int] = {}
         self.cache = PodCache()
+        self.objects = ApiObjects(host.rest, clock=self.clock)
+        self.volumes = VolumeManager(root_dir=config.root_dir, objects=self.objects, clock=self.clock,
+                                     record=self.record, allocatable=config.allocatable)
+        env = EnvContext(objects=self.objects, node_name=self.name, host_ips=self.host_ips,
+                         allocatable=config.allocatable(), record=self.record)
         self.manager = RuntimeManager(runtime, clock=self.clock, record=self.record, handlers=handlers,
-                                      runtime_name=runtime_name, node_name=self.name, host_ips=self.host_ips)
+                                      runtime_name=runtime_name, node_name=self.name, host_ips=self.host_ips,
+                                      env=env, volumes=self.volumes)
         self.pleg = Pleg(runtime, self.manager, self.cache, clock=self.clock, timers=host.timers,
                          spawner=host.spawner, on_pod_changed=self._pod_changed,
                          relist_period=config.relist_period)
@@ -258,6 +272,10 @@ class Kubelet:
         if podutil.is_terminal(str(status.get("phase"))):
             return SyncOutcome(terminal=True)
         self._trigger_readiness(pod, status)
+        if not podutil.deletion_timestamp(pod):
+            wait = await self.volumes.wait_for_mount(pod)
+            if wait is not None:
+                return SyncOutcome(retry_after=wait)
         result = await self.manager.sync_pod(pod, rs, self.probes)
         if result.changed:
             await self._runtime_status(work, pod, fresh=True)
@@ -296,6 +314,9 @@ class Kubelet:
         if not rs.is_empty():
             await self.manager.remove_pod(rs)
         self.cache.delete(work.uid)
+        self.volumes.cleanup(work.uid)
+        if self.config.root_dir and work.removed_pod is not None:  # a real node: its container logs too
+            shutil.rmtree(runtime_config.pod_log_dir(work.removed_pod), ignore_errors=True)
 
     # -- housekeeping --------------------------------------------------------------------------------
     async def housekeeping(self) -> None:
@@ -313,6 +334,7 @@ class Kubelet:
                 log.info("node %s: removing orphaned pod %s/%s (%s)", self.name, rs.namespace, rs.name, uid)
                 await self.manager.remove_pod(rs)
             self.cache.delete(uid)
+        self.volumes.cleanup_orphans([*self.pods, *self.cache.uids(), *self.workers.pods])
 
     def counts(self) -> dict[str, int]:
         return {"pods": len(self.pods), "workers": len(self.workers), "statuses": len(self.status),

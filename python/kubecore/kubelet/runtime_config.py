@@ -10,10 +10,10 @@ ports with a hostPort, DNS servers/searches/options from spec.dnsConfig, and Lin
 (NODE network/PID/IPC for hostNetwork/hostPID/hostIPC).
 
 Container: metadata (name, attempt = restart count), image (the resolved ref, with the user's
-name), command/args/workingDir, environment (plain values and fieldRef to the pod's name,
-namespace, uid, node, service account, IPs; other sources are left to the runtime half of the
-kubelet), labels io.kubernetes.pod.* + io.kubernetes.container.name, annotations the kubelet reads
-back (hash, restartCount, termination message path/policy, pod grace period) and
+name), command/args with `$(VAR)` expanded over the environment, workingDir, the environment and
+mounts the caller resolved (`envvars.make_env`, `VolumeManager.container_mounts`: they need the
+API and the node's disk), labels io.kubernetes.pod.* + io.kubernetes.container.name, annotations
+the kubelet reads back (hash, restartCount, termination message path/policy, pod grace period) and
 kubecore.io/container-type (init, sidecar or container), log path
 <name>/<restartCount>.log, stdin/tty, and Linux resources from requests/limits (cpu shares =
 milliCPU * 1024 / 1000 with a minimum of 2, CFS quota = milliCPU * 100000 / 1000 per 100 ms
@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecore.api import quantity
-from kubecore.kubelet import cri, podutil
+from kubecore.kubelet import cri, downward, envvars, podutil
 
 Obj = dict[str, Any]
 
@@ -83,56 +82,15 @@ def _dns_option(option: Obj) -> str:
     return f"{name}:{value}" if value is not None else name
 
 
-def _field_ref(pod: Obj, path: str, *, node_name: str, host_ips: list[str]) -> str | None:
-    m, spec, status = podutil.meta(pod), podutil.spec(pod), pod.get("status") or {}
-    if path.startswith("metadata.labels['") or path.startswith("metadata.annotations['"):
-        key = path.split("['", 1)[1].rstrip("']")
-        section = m.get("labels" if path.startswith("metadata.labels") else "annotations") or {}
-        return str(section.get(key, ""))
-    simple = {
-        "metadata.name": m.get("name"), "metadata.namespace": m.get("namespace"), "metadata.uid": m.get("uid"),
-        "spec.nodeName": spec.get("nodeName") or node_name, "spec.serviceAccountName": spec.get("serviceAccountName"),
-        "status.hostIP": host_ips[0] if host_ips else "", "status.hostIPs": ",".join(host_ips),
-        "status.podIP": status.get("podIP"), "status.podIPs": ",".join(str(p.get("ip")) for p in
-                                                                        status.get("podIPs") or []),
-    }
-    value = simple.get(path)
-    return None if value is None and path not in simple else str(value or "")
-
-
-def container_env(pod: Obj, container: Obj, *, node_name: str, host_ips: list[str]) -> list[cri.KeyValue]:
-    out: list[cri.KeyValue] = []
-    for e in container.get("env") or []:
-        name = str(e.get("name") or "")
-        if "value" in e or not e.get("valueFrom"):
-            out.append(cri.KeyValue(key=name, value=str(e.get("value") or "")))
-            continue
-        ref = (e.get("valueFrom") or {}).get("fieldRef")
-        if ref:
-            value = _field_ref(pod, str(ref.get("fieldPath") or ""), node_name=node_name, host_ips=host_ips)
-            if value is not None:
-                out.append(cri.KeyValue(key=name, value=value))
-    return out
-
-
-def _amount(section: Any, name: str) -> quantity.Quantity | None:
-    if not isinstance(section, dict) or section.get(name) is None:
-        return None
-    try:
-        return quantity.parse_json(section[name])
-    except quantity.QuantityError:
-        return None
-
-
 def linux_resources(container: Obj) -> cri.LinuxContainerResources:
     res = container.get("resources") or {}
     requests, limits = res.get("requests") or {}, res.get("limits") or {}
-    req_cpu = _amount(requests, "cpu") or _amount(limits, "cpu")
+    req_cpu = downward.amount(requests, "cpu") or downward.amount(limits, "cpu")
     milli = req_cpu.milli_value() if req_cpu is not None else 0
     shares = max(MIN_SHARES, milli * SHARES_PER_CPU // 1000) if milli else MIN_SHARES
-    lim_cpu = _amount(limits, "cpu")
+    lim_cpu = downward.amount(limits, "cpu")
     quota = lim_cpu.milli_value() * CFS_PERIOD_US // 1000 if lim_cpu is not None else 0
-    memory = _amount(limits, "memory")
+    memory = downward.amount(limits, "memory")
     return cri.LinuxContainerResources(cpu_period=CFS_PERIOD_US if quota else 0, cpu_quota=quota, cpu_shares=shares,
                                        memory_limit_in_bytes=memory.value() if memory is not None else 0)
 
@@ -144,8 +102,10 @@ def container_type(pod: Obj, container: Obj) -> str:
     return cri.CONTAINER_TYPE_CONTAINER
 
 
-def container_config(pod: Obj, container: Obj, *, restart_count: int, image_ref: str, node_name: str,
-                     host_ips: list[str]) -> cri.ContainerConfig:
+def container_config(pod: Obj, container: Obj, *, restart_count: int, image_ref: str,
+                     env: dict[str, str] | None = None, mounts: list[cri.Mount] | None = None) -> cri.ContainerConfig:
+    env = env or {}
+    command, args = envvars.expand_command(container, env)
     name = str(container.get("name") or "")
     labels = {**pod_labels(pod), cri.CONTAINER_NAME_LABEL: name}
     annotations = {
@@ -161,9 +121,8 @@ def container_config(pod: Obj, container: Obj, *, restart_count: int, image_ref:
     return cri.ContainerConfig(
         metadata=cri.ContainerMetadata(name=name, attempt=restart_count),
         image=cri.ImageSpec(image=image_ref, user_specified_image=str(container.get("image") or "")),
-        command=[str(x) for x in container.get("command") or []], args=[str(x) for x in container.get("args") or []],
-        working_dir=str(container.get("workingDir") or ""),
-        envs=container_env(pod, container, node_name=node_name, host_ips=host_ips),
+        command=command, args=args, working_dir=str(container.get("workingDir") or ""),
+        envs=[cri.KeyValue(key=k, value=v) for k, v in env.items()], mounts=list(mounts or []),
         labels=labels, annotations=annotations, log_path=f"{name}/{restart_count}.log",
         stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")), tty=bool(container.get("tty")),
         linux=cri.LinuxContainerConfig(resources=linux_resources(container)))

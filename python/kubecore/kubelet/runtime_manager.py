@@ -49,8 +49,11 @@ from kubecore.client.clock import Clock
 from kubecore.kubelet import cri, podutil, runtime_config
 from kubecore.kubelet.actions import KillInfo, PodActions, ProbeResults, compute_pod_actions
 from kubecore.kubelet.backoff import Backoff, ReasonCache
+from kubecore.kubelet.envvars import EnvContext, EnvError, make_env
 from kubecore.kubelet.handlers import Handlers, Target
+from kubecore.kubelet.objects import NoObjects
 from kubecore.kubelet.runtime_status import ContainerView, PodRuntimeStatus
+from kubecore.kubelet.volumes import MountError, VolumeManager
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -59,6 +62,7 @@ Record = Callable[[Obj, str, str, str], None]
 
 CRASH_LOOP_BACKOFF = "CrashLoopBackOff"
 CREATE_CONTAINER_ERROR = "CreateContainerError"
+CREATE_CONTAINER_CONFIG_ERROR = "CreateContainerConfigError"
 RUN_CONTAINER_ERROR = "RunContainerError"
 POST_START_HOOK_ERROR = "PostStartHookError"
 CREATE_SANDBOX_ERROR = "CreatePodSandboxError"
@@ -166,7 +170,8 @@ class RuntimeManager:
 
     def __init__(self, runtime: cri.Runtime, *, clock: Clock, record: Record, handlers: Handlers,
                  runtime_name: str, node_name: str, host_ips: list[str], reasons: ReasonCache | None = None,
-                 backoff: Backoff | None = None, images: ImageManager | None = None) -> None:
+                 backoff: Backoff | None = None, images: ImageManager | None = None,
+                 env: EnvContext | None = None, volumes: VolumeManager | None = None) -> None:
         self.runtime = runtime
         self.clock = clock
         self.record = record
@@ -177,6 +182,9 @@ class RuntimeManager:
         self.reasons = reasons or ReasonCache()
         self.backoff = backoff or Backoff(clock=clock)
         self.images = images or ImageManager(runtime, clock=clock, record=record)
+        self.env = env or EnvContext(objects=NoObjects(), node_name=node_name, host_ips=host_ips, allocatable={},
+                                     record=record)
+        self.volumes = volumes
 
     # -- reading ---------------------------------------------------------------------------------
     async def get_pod_status(self, uid: str, *, name: str = "", namespace: str = "") -> PodRuntimeStatus:
@@ -227,16 +235,27 @@ class RuntimeManager:
                 self.record(podutil.pod_ref(pod), "Warning", "FailedCreatePodSandBox", message)
                 result.fail("", CREATE_SANDBOX_ERROR, message, retry_after=WORKER_BACKOFF_PERIOD)
                 return result
+        needs_ips = _wants_pod_ip(pod) or (self.volumes is not None and self.volumes.writes_files)
+        pod_ips = await self._sandbox_ips(sandbox_id) if actions.create_sandbox and needs_ips else rs.ips
         inits = podutil.init_containers(pod)
         for idx in actions.init_containers_to_start:
             container = inits[idx]
-            ok = await self._start(pod, container, rs, sandbox_id, sandbox, result, init=True)
+            ok = await self._start(pod, container, rs, sandbox_id, sandbox, result, init=True, pod_ips=pod_ips)
             if not ok and not podutil.is_restartable_init_container(container):
                 return result
         regular = podutil.containers(pod)
         for idx in actions.containers_to_start:
-            await self._start(pod, regular[idx], rs, sandbox_id, sandbox, result, init=False)
+            await self._start(pod, regular[idx], rs, sandbox_id, sandbox, result, init=False, pod_ips=pod_ips)
         return result
+
+    async def _sandbox_ips(self, sandbox_id: str) -> list[str]:
+        """The IPs of a sandbox just created (what status.podIP env vars resolve to at first start)."""
+        try:
+            status = (await self.runtime.pod_sandbox_status(sandbox_id)).status
+        except cri.CriError:
+            return []
+        net = status.network
+        return [net.ip, *(p.ip for p in net.additional_ips if p.ip)] if net is not None and net.ip else []
 
     def _sandbox_config(self, pod: Obj, actions: PodActions) -> cri.PodSandboxConfig:
         return runtime_config.sandbox_config(pod, actions.attempt)
@@ -263,13 +282,13 @@ class RuntimeManager:
         return False
 
     async def _start(self, pod: Obj, container: Obj, rs: PodRuntimeStatus, sandbox_id: str,
-                     sandbox: cri.PodSandboxConfig, result: SyncResult, *, init: bool) -> bool:
+                     sandbox: cri.PodSandboxConfig, result: SyncResult, *, init: bool, pod_ips: list[str]) -> bool:
         name = str(container.get("name"))
         uid = podutil.uid_of(pod)
         if self._crash_loop(pod, container, rs, result, init=init):
             return False
         await self._prune_dead(rs, name)
-        failure = await self.start_container(pod, container, rs, sandbox_id, sandbox, init=init)
+        failure = await self.start_container(pod, container, rs, sandbox_id, sandbox, init=init, pod_ips=pod_ips)
         result.changed = True
         if failure is None:
             self.reasons.remove(uid, name)
@@ -280,7 +299,8 @@ class RuntimeManager:
         return False
 
     async def start_container(self, pod: Obj, container: Obj, rs: PodRuntimeStatus, sandbox_id: str,
-                              sandbox: cri.PodSandboxConfig, *, init: bool) -> tuple[str, str, float] | None:
+                              sandbox: cri.PodSandboxConfig, *, init: bool,
+                              pod_ips: list[str] | None = None) -> tuple[str, str, float] | None:
         """startContainer: None on success, else (reason, message, retry after seconds)."""
         name = str(container.get("name"))
         ref = podutil.container_ref(pod, name, init=init)
@@ -291,8 +311,12 @@ class RuntimeManager:
             return e.reason, e.message, retry
         previous = rs.find(name)
         restart_count = previous.restart_count + 1 if previous is not None else 0
-        config = runtime_config.container_config(pod, container, restart_count=restart_count, image_ref=image_ref,
-                                                 node_name=self.node_name, host_ips=self.host_ips)
+        try:
+            config = await self.container_config(pod, container, restart_count=restart_count, image_ref=image_ref,
+                                                  pod_ips=pod_ips if pod_ips is not None else rs.ips)
+        except (EnvError, MountError) as e:
+            self.record(ref, "Warning", "Failed", f"Error: {e}")
+            return CREATE_CONTAINER_CONFIG_ERROR, str(e), WORKER_BACKOFF_PERIOD
         try:
             cid = await self.runtime.create_container(sandbox_id, config, sandbox)
         except cri.CriError as e:
@@ -314,6 +338,16 @@ class RuntimeManager:
                 await self.kill_container(pod, cid, name, container, message="FailedPostStartHook")
                 return POST_START_HOOK_ERROR, "PostStartHook failed", WORKER_BACKOFF_PERIOD
         return None
+
+    async def container_config(self, pod: Obj, container: Obj, *, restart_count: int, image_ref: str,
+                               pod_ips: list[str]) -> cri.ContainerConfig:
+        """generateContainerConfig: env (API reads), mounts (the volume manager), then the config;
+        EnvError / MountError when the container cannot be configured."""
+        env = await make_env(pod, container, self.env, pod_ips=pod_ips)
+        ips = self.host_ips if podutil.is_host_network(pod) else pod_ips
+        mounts = self.volumes.container_mounts(pod, container, env, pod_ips=ips) if self.volumes is not None else []
+        return runtime_config.container_config(pod, container, restart_count=restart_count, image_ref=image_ref,
+                                               env=env, mounts=mounts)
 
     def _target(self, pod: Obj, container: Obj, cid: str, rs: PodRuntimeStatus | None) -> Target:
         ips = rs.ips if rs is not None else []
@@ -405,6 +439,12 @@ class RuntimeManager:
         self.reasons.forget_pod(rs.uid)
         self.backoff.forget_prefix(f"{rs.uid}_")
         self.images.forget_pod(rs.uid)
+
+
+def _wants_pod_ip(pod: Obj) -> bool:
+    """Whether an env var of the pod reads status.podIP(s) (then a new sandbox's IPs are read first)."""
+    return any(str(((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath") or "").startswith("status.podIP")
+               for c in [*podutil.init_containers(pod), *podutil.containers(pod)] for e in c.get("env") or [])
 
 
 def _go_seconds(seconds: float) -> str:

@@ -64,7 +64,8 @@ def test_up_without_controllers_or_scheduler_starts_no_child() -> None:
 
 
 def test_up_with_nodes_adds_one_hollow_nodes_process_and_says_auto_means_sim(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kubecore.kubelet.containerd_node.unusable", lambda: "not running as root")
     children = _up("--controllers", "", "--nodes", "3", "--scheduler-config", "s.yaml")
     assert children == [
         ("the scheduler", ["scheduler", "--kubeconfig", "d/kubeconfig", "--metrics-port", "10259", "--config", "s.yaml"]),

@@ -9,6 +9,7 @@ from typing import Any
 from kubecore.client.clock import FAKE_EPOCH, FakeClock
 from kubecore.kubelet import cri
 from kubecore.kubelet.cri import ContainerState, PodSandboxState
+from kubecore.kubelet.objects import ObjectNotFound
 from kubecore.kubelet.runtime_manager import RuntimeManager
 from kubecore.kubelet.runtime_status import ContainerView, PodRuntimeStatus
 from kubecore.kubelet.sim.behaviour import SimHandlers
@@ -102,3 +103,18 @@ class SimNode:
 
     async def status(self, uid: str = UID) -> PodRuntimeStatus:
         return await self.manager.get_pod_status(uid)
+
+
+class FakeObjects:
+    """ConfigMaps and Secrets by (kind, namespace, name); counts reads."""
+
+    def __init__(self, objects: dict[tuple[str, str], Obj] | None = None) -> None:
+        self.objects = objects or {}
+        self.reads: list[tuple[str, str, str]] = []
+
+    async def get(self, kind: str, namespace: str, name: str) -> Obj:
+        self.reads.append((kind, namespace, name))
+        obj = self.objects.get((kind, name))
+        if obj is None:
+            raise ObjectNotFound(kind, name)
+        return obj

@@ -21,8 +21,7 @@ async def start(node: SimNode, pod: dict[str, object], name: str = "app") -> str
     spec = next(c for c in pod["spec"]["containers"] + pod["spec"].get("initContainers", [])  # type: ignore[index]
                 if c["name"] == name)
     ref = await node.runtime.pull_image(cri.ImageSpec(image=spec["image"]), None, sandbox)
-    config = runtime_config.container_config(pod, spec, restart_count=0, image_ref=ref, node_name="n",  # type: ignore[arg-type]
-                                             host_ips=[])
+    config = runtime_config.container_config(pod, spec, restart_count=0, image_ref=ref)  # type: ignore[arg-type]
     cid = await node.runtime.create_container(sid, config, sandbox)
     await node.runtime.start_container(cid)
     return cid

@@ -1,0 +1,48 @@
+"""`kubecore up --runtime`: which nodes it starts (containerd: this machine as one `kubecore kubelet`;
+sim: N hollow nodes), what auto chooses, and what it says about it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubecore.cli.apiserver_cmd import UP_POD_CIDR, up_children
+from kubecore.cli.main import build_parser
+
+
+def _nodes(*flags: str) -> list[tuple[str, list[str]]]:
+    args = build_parser().parse_args(["up", "--data-dir", "d", "--controllers", "", "--no-scheduler", *flags])
+    return [(c.name, c.argv[3:]) for c in up_children(args, kubeconfig=Path("d/kubeconfig"))]
+
+
+def _kubelet() -> tuple[str, list[str]]:
+    return ("the kubelet", ["kubelet", "--kubeconfig", "d/kubeconfig", "--runtime", "containerd", "--root-dir",
+                            str(Path("d/kubelet").absolute()), "--pod-cidr", UP_POD_CIDR])
+
+
+def test_auto_picks_containerd_when_the_machine_can_run_it(capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kubecore.kubelet.containerd_node.unusable", lambda: None)
+    assert _nodes("--nodes", "1") == [_kubelet()]
+    assert "this machine is the node, with containerd" in capsys.readouterr().err
+    assert _nodes("--nodes", "3") == [_kubelet()]
+    assert "--nodes 3 with containerd: this machine runs one node" in capsys.readouterr().err
+    assert _nodes() == []  # auto without --nodes: no node at all, nothing to decide
+
+
+def test_auto_falls_back_to_sim_and_says_why(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kubecore.kubelet.containerd_node.unusable", lambda: "missing /usr/bin/runc")
+    assert _nodes("--nodes", "2") == [("the hollow nodes", ["hollow-nodes", "--kubeconfig", "d/kubeconfig",
+                                                            "--count", "2"])]
+    assert "use the sim runtime (simulated containers; containerd cannot run here: missing /usr/bin/runc)" \
+        in capsys.readouterr().err
+
+
+def test_explicit_runtimes(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kubecore.kubelet.containerd_node.unusable", lambda: None)
+    assert _nodes("--runtime", "containerd") == [_kubelet()]  # containerd implies one node
+    assert _nodes("--runtime", "sim") == []
+    assert _nodes("--runtime", "sim", "--nodes", "4")[0][1][-2:] == ["--count", "4"]
+    assert capsys.readouterr().err == ""

@@ -1,0 +1,71 @@
+"""The runtime manager's generateContainerConfig over the simulated runtime: env from ConfigMaps
+and Secrets, status.podIP of the sandbox just created, mounts from the volume manager (and the
+managed /etc/hosts), and
+CreateContainerConfigError (reason cache, "Failed" event) when a reference is missing."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from kubecore.kubelet import cri
+from kubecore.kubelet.envvars import EnvContext
+from kubecore.kubelet.objects import CONFIGMAP, SECRET
+from kubecore.kubelet.volumes import VolumeManager
+from tests.unit.kubelet.kubelet_fixtures import UID, FakeObjects, SimNode, container, make_pod
+
+
+class Recording(SimNode):
+    """A SimNode whose runtime keeps the ContainerConfigs, with ConfigMaps/Secrets and a root dir."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.objects = FakeObjects({(CONFIGMAP, "cfg"): {"data": {"mode": "fast"}},
+                                    (SECRET, "creds"): {"data": {"pw": base64.b64encode(b"pw1").decode()}}})
+        self.configs: list[cri.ContainerConfig] = []
+        create = self.runtime.create_container
+
+        async def recording(sid: str, config: cri.ContainerConfig, sandbox: cri.PodSandboxConfig) -> str:
+            self.configs.append(config)
+            return await create(sid, config, sandbox)
+
+        self.runtime.create_container = recording  # type: ignore[method-assign,assignment]
+        self.manager.env = EnvContext(objects=self.objects, node_name="node-1", host_ips=["172.16.0.1"],
+                                      allocatable={"cpu": "2"}, record=self.events)
+        self.manager.volumes = VolumeManager(root_dir=str(root), objects=self.objects, clock=self.clock,
+                                             record=self.events, allocatable=lambda: {})
+
+
+async def test_env_mounts_and_the_new_sandbox_ip_reach_the_runtime(tmp_path: Path) -> None:
+    node = Recording(tmp_path)
+    c = container(command=["echo", "$(MODE)"], env=[
+        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "mode"}}},
+        {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "pw"}}},
+        {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}])
+    pod = make_pod(containers=[c])
+    pod["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    assert await node.manager.volumes.setup(pod) == []  # type: ignore[union-attr]
+    result = await node.manager.sync_pod(pod, await node.status())
+    assert not result.failures
+    [config] = node.configs
+    assert {kv.key: kv.value for kv in config.envs} == {"MODE": "fast", "PW": "pw1", "IP": "10.128.0.2"}
+    assert config.command == ["echo", "fast"]
+    scratch = tmp_path / "pods" / UID / "volumes" / "kubernetes.io~empty-dir" / "scratch"
+    hosts = tmp_path / "pods" / UID / "etc-hosts"
+    assert config.mounts == [cri.Mount(container_path="/scratch", host_path=str(scratch)),
+                             cri.Mount(container_path="/etc/hosts", host_path=str(hosts))]
+    assert hosts.read_text().splitlines()[-1] == "10.128.0.2\tweb"
+
+
+async def test_a_missing_key_is_create_container_config_error(tmp_path: Path) -> None:
+    node = Recording(tmp_path)
+    pod = make_pod(containers=[container(env=[
+        {"name": "X", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "nope"}}}])])
+    result = await node.manager.sync_pod(pod, await node.status())
+    assert [(f.reason, f.message) for f in result.failures] == [
+        ("CreateContainerConfigError", "couldn't find key nope in Secret default/creds")]
+    cached = node.manager.reasons.get(UID, "app")
+    assert cached is not None and cached.reason == "CreateContainerConfigError"
+    assert ("Warning", "Failed", "Error: couldn't find key nope in Secret default/creds") in node.events.items
+    assert node.configs == [] and result.retry_after is not None
