@@ -14,7 +14,7 @@ simulated runtime answers it from pod annotations instead (`kubecore.kubelet.sim
   "*/*"; 200 <= code < 400 is success, else "HTTP probe failed with statuscode: N"; a connection
   failure or timeout is a failure with the error as message.
 - tcpSocket: a TCP connection opened within the timeout is success.
-- grpc: not run by this kubelet yet: reported as a failure saying so (the CRI runtime half).
+- grpc: `grpc.health.v1.Health/Check` on the pod IP and port (`grpcprobe.py`); SERVING is success.
 - sleep (hooks only): waits that many seconds on the clock.
 """
 
@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import aiohttp
 
 from kubecore.client.clock import Clock
-from kubecore.kubelet import cri
+from kubecore.kubelet import cri, grpcprobe
 
 Obj = dict[str, Any]
 SUCCESS, FAILURE, UNKNOWN = "Success", "Failure", "Unknown"
@@ -118,7 +118,10 @@ class RealHandlers:
         if kind == "tcpSocket":
             return await self.tcp(target, handler["tcpSocket"] or {}, timeout=timeout)
         if kind == "grpc":
-            return Outcome(FAILURE, "grpc probes are not supported by this kubelet yet")
+            spec = handler["grpc"] or {}
+            healthy, message = await grpcprobe.check(target.pod_ip, int(spec.get("port") or 0),
+                                                     str(spec.get("service") or ""), timeout=timeout)
+            return Outcome(SUCCESS if healthy else FAILURE, message)
         return Outcome(UNKNOWN, "missing probe handler")
 
     async def exec(self, target: Target, command: list[str], *, timeout: float) -> Outcome:

@@ -99,3 +99,44 @@ async def test_sim_handlers_answer_from_annotations() -> None:
     assert (await h.probe("liveness", target(pod), {"tcpSocket": {"port": 80}})).result == SUCCESS
     assert (await h.probe("liveness", target(pod), {"exec": {"command": ["false"]}})).result == FAILURE
     assert await h.hook("PreStop", target(pod), {"exec": {"command": ["true"]}}, timeout=5) is None
+
+
+async def test_grpc_health_check_against_a_real_grpc_server() -> None:
+    """A grpc.aio server with the standard health service (one service SERVING, one NOT_SERVING)
+    and a second server without it: upstream's outcomes and messages."""
+    import grpc
+    import grpc.aio
+
+    from kubecore.kubelet import grpcprobe
+
+    async def check(request: bytes, context: grpc.aio.ServicerContext) -> bytes:  # type: ignore[type-arg]
+        service = grpcprobe.decode_request(request)
+        return grpcprobe.encode_response(1 if service in ("", "app") else 2)
+
+    health = grpc.method_handlers_generic_handler("grpc.health.v1.Health", {
+        "Check": grpc.unary_unary_rpc_method_handler(check)})
+    with_health, without = grpc.aio.server(), grpc.aio.server()
+    with_health.add_generic_rpc_handlers((health,))
+    port = with_health.add_insecure_port("127.0.0.1:0")
+    bare_port = without.add_insecure_port("127.0.0.1:0")
+    await with_health.start()
+    await without.start()
+    h = RealHandlers(Exec(), clock=FakeClock())  # type: ignore[arg-type]
+    try:
+        ok = await h.run(target(), {"grpc": {"port": port}}, timeout=2)
+        assert (ok.result, ok.output) == (SUCCESS, "service healthy")
+        assert (await h.run(target(), {"grpc": {"port": port, "service": "app"}}, timeout=2)).result == SUCCESS
+        sick = await h.run(target(), {"grpc": {"port": port, "service": "db"}}, timeout=2)
+        assert (sick.result, sick.output) == (FAILURE, 'service unhealthy (responded with "NOT_SERVING")')
+        bare = await h.run(target(), {"grpc": {"port": bare_port}}, timeout=2)
+        assert bare.result == FAILURE
+        assert bare.output.startswith("error: this server does not implement the grpc health protocol "
+                                      "(grpc.health.v1.Health): ")
+    finally:
+        await with_health.stop(None)
+        await without.stop(None)
+    # nothing listens any more: the connection cannot be made within the timeout
+    gone = await h.run(target(), {"grpc": {"port": port}}, timeout=0.5)
+    assert (gone.result, gone.output) == (
+        FAILURE, f'timeout: failed to connect service "127.0.0.1:{port}" within 500ms: context deadline exceeded')
+    await h.close()
