@@ -117,9 +117,8 @@ class LiveScheduler:
         """Set once the informers synced and scheduling began (tests wait on it)."""
         self._informers: dict[str, SharedIndexInformer] = {}
 
-    async def _informer(self, api_version: str, resource: str, *,
-                        indexers: Mapping[str, Callable[[Obj], list[str]]] | None = None) -> SharedIndexInformer:
-        informer = await self.factory.informer_for(api_version, resource, indexers=indexers)
+    async def _informer(self, api_version: str, resource: str) -> SharedIndexInformer:
+        informer = await self.factory.informer_for(api_version, resource)
         self._informers[resource] = informer
         return informer
 
@@ -138,8 +137,14 @@ class LiveScheduler:
         def list_pods(namespace: str) -> list[Obj]:
             return inf["pods"].indexer.by_index(NAMESPACE_INDEX, namespace)
 
+        group_index: list[bool] = []
+
         def list_pod_group(namespace: str, group: str) -> list[Obj]:
-            return inf["pods"].indexer.by_index(POD_GROUP_INDEX, f"{namespace}/{group}")
+            indexer = inf["pods"].indexer
+            if not group_index:  # on first use: an object-based index makes every pod update decode
+                indexer.add_indexers({POD_GROUP_INDEX: pod_group_index})
+                group_index.append(True)
+            return indexer.by_index(POD_GROUP_INDEX, f"{namespace}/{group}")
 
         def default_selector(pod: Obj) -> Obj | None:
             namespace = (pod.get("metadata") or {}).get("namespace") or ""
@@ -156,7 +161,7 @@ class LiveScheduler:
 
     async def build(self) -> SchedulerCore:
         """The informers and the core, handlers attached, nothing started yet."""
-        pods = await self._informer("v1", "pods", indexers={POD_GROUP_INDEX: pod_group_index})
+        pods = await self._informer("v1", "pods")
         nodes = await self._informer("v1", "nodes")
         storage = {ev.PERSISTENT_VOLUME_CLAIM: await self._informer("v1", "persistentvolumeclaims"),
                    ev.PERSISTENT_VOLUME: await self._informer("v1", "persistentvolumes"),
