@@ -17,7 +17,7 @@ from aiohttp.web_urldispatcher import _default_expect_handler
 
 from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
-from kubecore.apiserver import discovery, discovery_v2, openapi
+from kubecore.apiserver import discovery, discovery_v2, openapi, podstream
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.crd import CRDController
 from kubecore.apiserver.crstore import VersionedObjectStore
@@ -81,7 +81,8 @@ class Chain:
         2. authenticate   who is asking (allow-all for now: loopback only, a cluster admin)
         3. authorize      may they (allow-all for now; every request passes this point)
         4. inflight       bounded concurrency for reads and for writes: excess gets 429 +
-                          Retry-After; long-running requests (watch) are not counted, as upstream
+                          Retry-After; long-running requests (watch; pods' log, exec, attach,
+                          portforward) are not counted, as upstream
         5. the route      admission, validation and storage run inside the resource handlers
 
     Metrics time stages 4-5 and record the final status code. The stages run in one aiohttp
@@ -128,6 +129,11 @@ class Chain:
                     return await handler(request)
                 except Exception as e:  # noqa: BLE001
                     return error_response(request, e)
+        if info.subresource in podstream.LONG_RUNNING:
+            try:
+                return await handler(request)
+            except Exception as e:  # noqa: BLE001
+                return error_response(request, e)
         start = time.perf_counter()
         kind = ""
         try:

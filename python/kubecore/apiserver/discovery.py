@@ -22,6 +22,10 @@ SUBRESOURCES: dict[str, tuple[tuple[str, str, str] | None, list[str]]] = {
     "binding": (("", "v1", "Binding"), ["create"]),
     "eviction": (("policy", "v1", "Eviction"), ["create"]),
     "finalize": (None, ["update"]),
+    "log": (("", "v1", "Pod"), ["get"]),
+    "exec": (("", "v1", "PodExecOptions"), ["create", "get"]),
+    "attach": (("", "v1", "PodAttachOptions"), ["create", "get"]),
+    "portforward": (("", "v1", "PodPortForwardOptions"), ["create", "get"]),
 }
 
 

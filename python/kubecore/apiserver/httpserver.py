@@ -11,7 +11,8 @@ about 20 µs of HTTP work per request.
 What it serves itself — every request whose framing is plain:
 - HTTP/1.1 or HTTP/1.0, a Content-Length body (or none) of at most MAX_BODY bytes;
 - no Transfer-Encoding, Upgrade, Expect;
-- not a watch (``?watch=`` or a ``/watch/`` path): a watch is a long stream; aiohttp writes it.
+- not a watch (``?watch=`` or a ``/watch/`` path) nor a pod's log/exec/attach/portforward: those
+  are long streams (or upgrades); aiohttp writes them.
 A plain GET of one object first tries the read fast path (`fastpath.FastReads`).
 
 Anything else — and everything after it on the same connection — goes to aiohttp: the
@@ -178,7 +179,7 @@ class LeanProtocol(asyncio.Protocol):
             end = head_end + 4 + length
             if len(buf) < end:
                 return
-            if method == "GET" and _is_watch(target):
+            if method == "GET" and (_is_watch(target) or _is_pod_stream(target)):
                 self._hand_over()
                 return
             if method == "GET" and length == 0 and self.fast is not None and self.fast.enabled:
@@ -296,6 +297,14 @@ def _is_watch(target: str) -> bool:
         return False
     first = next((v for k, v in parse_qsl(qs, keep_blank_values=True) if k == "watch"), "")
     return first.lower() in ("1", "true")  # requestinfo's rule for the watch verb
+
+
+_POD_STREAMS = ("/log", "/exec", "/attach", "/portforward")
+
+
+def _is_pod_stream(target: str) -> bool:
+    path = target.partition("?")[0].rstrip("/")
+    return "/pods/" in path and path.endswith(_POD_STREAMS)
 
 
 _date_cache: list[Any] = [-1, b""]

@@ -26,6 +26,7 @@ from kubecore.apiserver import patch as patching
 from kubecore.apiserver.binding import bind
 from kubecore.apiserver.allocators import Allocators, PortChange, reconcile_update
 from kubecore.apiserver import crstore, customresource, deletion, eviction, listoptions, namespaces, scale, table, watch
+from kubecore.apiserver import podstream
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.httpserver import LeanRequest
 from kubecore.apiserver.requestinfo import RequestInfo
@@ -35,7 +36,7 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 MAX_BODY = 3 * 1024 * 1024
 # Subresources with handlers; discovery advertises only these.
-SERVED_SUBRESOURCES = frozenset({"status", "binding", "scale", "eviction", "finalize"})
+SERVED_SUBRESOURCES = frozenset({"status", "binding", "scale", "eviction", "finalize", *podstream.LONG_RUNNING})
 # How often a write without a precondition re-reads and tries again when another write won the
 # race (upstream's GuaranteedUpdate loops until it succeeds; this bounds it generously).
 CONFLICT_RETRIES = 100
@@ -156,6 +157,7 @@ class Resources:
         self.objects = objects
         self.admission = admission
         self.allocators = allocators
+        self.streams = podstream.PodStreams(registry, objects)
 
     @staticmethod
     def _is_service(rt: ResourceType) -> bool:
@@ -202,6 +204,10 @@ class Resources:
             return self.evict if info.verb == "create" else None
         if info.subresource == "finalize":
             return self.update_finalize if info.verb == "update" else None
+        if info.subresource == podstream.LOG:
+            return self.pod_log if info.verb == "get" else None
+        if info.subresource in podstream.CONNECT:
+            return self.pod_connect if info.verb in ("get", "create") else None
         if info.subresource:
             return None
         return {
@@ -591,6 +597,14 @@ class Resources:
                 if e.code != 404:
                     raise
         return respond({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {"resourceVersion": str(page.revision)}, "items": page.items})
+
+    # ---- pods/log, pods/exec, pods/attach, pods/portforward (podstream.py) ------------------------
+    async def pod_log(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
+        return await self.streams.log(request, rt, info.namespace, info.name)
+
+    async def pod_connect(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.StreamResponse:
+        return await self.streams.connect(request, rt, subresource=info.subresource, namespace=info.namespace,
+                                          name=info.name)
 
     # ---- scale, eviction, finalize -------------------------------------------------------------
 

@@ -17,6 +17,14 @@ steer them) and `containerd` (this machine's containers, as root: a private cont
 --containerd-state, default the root dir; the locally built busybox and pause images imported;
 a CNI bridge for the pod CIDR: --pod-cidr, else the Node's spec.podCIDR, else 10.244.0.0/24).
 
+The kubelet server (`kubecore.kubelet.server`: logs, exec, attach, port-forward for the API
+server; plain HTTP) listens on --address:--port (default 0.0.0.0:10250; --port 0 turns it off; a
+port already taken is reported and the node runs on without it). `hollow-nodes` runs one server
+for all its nodes on --address (default 127.0.0.1), and every node reports --node-ip (default:
+that address) as its InternalIP so the API server can reach it. Simulated containers of a
+`kubelet --runtime sim` write their (annotated, see kubecore.kubelet.sim.logs) logs under
+<root-dir>/pod-logs.
+
 Progress goes to stderr; SIGINT/SIGTERM stop cleanly (the simulated containers go with the
 process). A bad flag, an unreadable kubeconfig or an API server that cannot be reached exits
 non-zero with a one-line message.
@@ -78,6 +86,8 @@ def _common(p: argparse.ArgumentParser, *, capacity_default: str) -> None:
     p.add_argument("--kube-api-qps", type=float, default=None, help="client requests per second (<= 0: no limit)")
     p.add_argument("--kube-api-burst", type=int, default=None)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
+    p.add_argument("--port", type=int, default=10250,
+                   help="port of the kubelet server (logs, exec; plain HTTP; 0: off; default 10250)")
 
 
 def register(sub: Any) -> None:
@@ -86,6 +96,7 @@ def register(sub: Any) -> None:
     p.add_argument("--node-name", default=None, help="the Node's name (default: this machine's hostname)")
     p.add_argument("--runtime", choices=RUNTIMES, default="sim", help="container runtime (default sim)")
     p.add_argument("--node-ip", default=None, help="InternalIP to report (default: this machine's address)")
+    p.add_argument("--address", default="0.0.0.0", help="address the kubelet server binds (default 0.0.0.0)")
     p.add_argument("--pod-cidr", default=None, help="pod CIDR when the node has no spec.podCIDR")
     p.add_argument("--root-dir", type=Path, default=None, metavar="DIR",
                    help="where pod volumes live (default /var/lib/kubecore/kubelet/<node> as root, else "
@@ -102,6 +113,11 @@ def register(sub: Any) -> None:
     h = sub.add_parser("hollow-nodes", help="run N simulated (hollow) nodes in one process, like kubemark")
     _common(h, capacity_default="4 CPUs, 32Gi memory, 100Gi ephemeral-storage")
     h.add_argument("--count", type=int, required=True, help="how many nodes")
+    h.add_argument("--address", default="127.0.0.1",
+                   help="address the one kubelet server of all the nodes binds (default 127.0.0.1)")
+    h.add_argument("--node-ip", default=None,
+                   help="InternalIP every node reports, where the API server finds the kubelet server "
+                        "(default: --address, or each node's own 172.16.x.y when that is 0.0.0.0)")
     h.add_argument("--prefix", default="hollow-node-", help="node name prefix (default hollow-node-)")
     h.add_argument("--first-index", type=int, default=0, help="number of the first node (default 0)")
     h.add_argument("--status-workers", type=int, default=32, help="concurrent pod status writes (default 32)")
@@ -151,7 +167,7 @@ def _run_kubelet(args: argparse.Namespace) -> int:
             pod_cidr=args.pod_cidr, node_status_update_frequency=args.node_status_update_frequency,
             node_status_report_frequency=args.node_status_report_frequency,
             node_lease_duration=args.node_lease_duration_seconds, resync_interval=args.sync_frequency,
-            record_events=args.record_events)
+            record_events=args.record_events, kubelet_port=args.port)
         config.root_dir = str((args.root_dir or default_root_dir(config.node_name)).absolute())
         rest = _client(args, qps=50.0, burst=100)
     except (ConfigError, ValueError) as e:
@@ -159,8 +175,9 @@ def _run_kubelet(args: argparse.Namespace) -> int:
     node_ip = args.node_ip or default_node_ip()
     if args.runtime == "containerd":
         state = str(args.containerd_state or config.root_dir)
-        return run_loop(_until_signalled(_serve_containerd(rest, config, node_ip=node_ip, state_dir=state)))
-    return run_loop(_until_signalled(_serve_one(rest, config, node_ip=node_ip)))
+        return run_loop(_until_signalled(_serve_containerd(rest, config, node_ip=node_ip, state_dir=state,
+                                                           address=args.address)))
+    return run_loop(_until_signalled(_serve_one(rest, config, node_ip=node_ip, address=args.address)))
 
 
 def default_root_dir(node_name: str) -> Path:
@@ -184,7 +201,8 @@ def _run_hollow(args: argparse.Namespace) -> int:
             count=args.count, prefix=args.prefix, first_index=args.first_index, cpu=args.cpu or "4",
             memory=args.memory or "32Gi", pods=args.pods, ephemeral_storage=args.ephemeral_storage or "100Gi",
             instance_type=args.instance_type,
-            labels=args.node_labels, record_events=args.record_events)
+            labels=args.node_labels, record_events=args.record_events, kubelet_port=args.port,
+            node_ip=args.node_ip or (args.address if args.address not in ("0.0.0.0", "::") else None))
         options_extra = {"node_status_update_frequency": args.node_status_update_frequency,
                          "node_status_report_frequency": args.node_status_report_frequency,
                          "node_lease_duration": args.node_lease_duration_seconds}
@@ -192,7 +210,7 @@ def _run_hollow(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as e:
         return _fail(str(e), 2)
     return run_loop(_until_signalled(_serve_hollow(rest, options, options_extra, workers=args.status_workers,
-                                                   concurrency=args.register_concurrency)))
+                                                   concurrency=args.register_concurrency, address=args.address)))
 
 
 GC_THRESHOLDS = (20_000, 20, 20)
@@ -221,7 +239,7 @@ async def _reachable(rest: Any) -> str | None:
     return None
 
 
-async def _serve_one(rest: Any, config: Any, *, node_ip: str) -> int:
+async def _serve_one(rest: Any, config: Any, *, node_ip: str, address: str) -> int:
     from kubecore.kubelet.hollow import sim_kubelet
     from kubecore.kubelet.host import KubeletHost
 
@@ -230,20 +248,24 @@ async def _serve_one(rest: Any, config: Any, *, node_ip: str) -> int:
         if problem:
             return _fail(problem)
         host = KubeletHost(rest, record_events=config.record_events)
-        sim_kubelet(host, config, node_ip=node_ip)
+        sim_kubelet(host, config, node_ip=node_ip, log_root=str(Path(config.root_dir) / "pod-logs"))
         _say(f"kubelet for node {config.node_name} (runtime sim, InternalIP {node_ip}, volumes in "
              f"{config.root_dir}) starting")
+        server = None
         try:
             await host.start(progress=_say)
+            server = await _kubelet_server(host, address=address, port=config.kubelet_port)
             _settle_heap()
             _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
             await asyncio.Event().wait()
         finally:
+            if server is not None:
+                await server.stop()
             await host.stop()
     return 0
 
 
-async def _serve_containerd(rest: Any, config: Any, *, node_ip: str, state_dir: str) -> int:
+async def _serve_containerd(rest: Any, config: Any, *, node_ip: str, state_dir: str, address: str) -> int:
     from kubecore.kubelet.containerd_node import DEFAULT_POD_CIDR, containerd_kubelet, node_pod_cidr, unusable
     from kubecore.kubelet.host import KubeletHost
 
@@ -264,17 +286,22 @@ async def _serve_containerd(rest: Any, config: Any, *, node_ip: str, state_dir: 
             return _fail(f"containerd did not start: {e}")
         _say(f"kubelet for node {config.node_name} (runtime containerd, InternalIP {node_ip}, "
              f"volumes in {config.root_dir}) starting")
+        server = None
         try:
             await host.start(progress=_say)
+            server = await _kubelet_server(host, address=address, port=config.kubelet_port)
             _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
             await asyncio.Event().wait()
         finally:
+            if server is not None:
+                await server.stop()
             await host.stop()
             await node.stop()
     return 0
 
 
-async def _serve_hollow(rest: Any, options: Any, extra: dict[str, Any], *, workers: int, concurrency: int) -> int:
+async def _serve_hollow(rest: Any, options: Any, extra: dict[str, Any], *, workers: int, concurrency: int,
+                        address: str) -> int:
     from kubecore.kubelet.hollow import add_hollow_nodes
     from kubecore.kubelet.host import KubeletHost
 
@@ -288,14 +315,26 @@ async def _serve_hollow(rest: Any, options: Any, extra: dict[str, Any], *, worke
                 setattr(kubelet.config, key, value)
         last = options.first_index + options.count - 1
         _say(f"{options.count} hollow node(s) {options.prefix}{options.first_index}..{options.prefix}{last} starting")
+        server = None
         try:
             await host.start(progress=_say, register_concurrency=concurrency)
+            server = await _kubelet_server(host, address=address, port=options.kubelet_port)
             _settle_heap()
             _say("all hollow nodes registered; Ctrl-C stops")
             await asyncio.Event().wait()
         finally:
+            if server is not None:
+                await server.stop()
             await host.stop()
     return 0
+
+
+async def _kubelet_server(host: Any, *, address: str, port: int) -> Any:
+    from kubecore.kubelet.server import serve
+
+    server, message = await serve(host, address=address, port=port)
+    _say(message)
+    return server
 
 
 async def _until_signalled(main: Any) -> int:

@@ -13,6 +13,11 @@ answers) stay on aiohttp.
 What it does, and nothing more:
 - one request at a time per connection; idle connections are kept (LIFO) and reused; a
   connection the server closes while idle leaves the pool at once (`connection_lost`);
+- at most `max_connections` (100, like HTTP/2's default stream limit that client-go multiplexes
+  over) are open at once: further requests wait, first come first served, for one to come back.
+  Opening a connection costs both sides far more than a request on an open one, so thousands of
+  concurrent calls (a scheduler binding a burst of pods) reuse a hundred connections instead of
+  opening thousands;
 - bodies framed by Content-Length, chunked transfer coding, or the end of the connection; HEAD,
   1xx, 204 and 304 answers have none; `Content-Encoding: gzip`/`deflate` is decoded
   (`Accept-Encoding: gzip` is sent, as Go's transport does for client-go);
@@ -38,6 +43,8 @@ MAX_HEAD = 64 * 1024
 """An answer whose status line and headers exceed this is refused (malformed or hostile)."""
 MAX_IDLE = 256
 """Idle connections kept; more are closed when they come back."""
+MAX_CONNECTIONS = 100
+"""Connections open at once per transport (idle or busy); more requests wait for one."""
 
 
 class ConnectError(OSError):
@@ -219,7 +226,10 @@ def _expire(waiter: asyncio.Future[RawResponse], timeout: float) -> None:
 class HttpTransport:
     """A pool of keep-alive connections to one server (see the module docstring)."""
 
-    def __init__(self, base_url: str, *, ssl: ssl_module.SSLContext | bool = False) -> None:
+    def __init__(self, base_url: str, *, ssl: ssl_module.SSLContext | bool = False,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, not {max_connections}")
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"server URL must be http(s)://host[:port], not {base_url!r}")
@@ -236,6 +246,10 @@ class HttpTransport:
         """A path the server URL carries (a proxy's `/k8s/clusters/c1`), put before every target."""
         self._idle: deque[_Connection] = deque()
         self._all: set[_Connection] = set()
+        self.max_connections = max_connections
+        self._opening = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        """Requests waiting for a connection slot, oldest first."""
 
     async def request(self, method: str, target: str, *, headers: dict[str, str], body: bytes | None,
                       timeout: float | None) -> RawResponse:
@@ -267,26 +281,64 @@ class HttpTransport:
         return head + body if body else head
 
     async def _acquire(self, loop: asyncio.AbstractEventLoop, timeout: float | None) -> _Connection:
-        while self._idle:
-            conn = self._idle.pop()
-            if not conn.closed:
-                return conn
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed:
+                    return conn
+            if len(self._all) + self._opening < self.max_connections:
+                break
+            await self._wait_for_slot(loop, deadline)
+        self._opening += 1
         conn = _Connection(self._forget)
         try:
             connect = loop.create_connection(lambda: conn, self.host, self.port, ssl=self.ssl,
                                              server_hostname=self.host if self.ssl else None)
-            transport, _ = await (asyncio.wait_for(connect, timeout) if timeout is not None else connect)
+            left = None if deadline is None else max(deadline - loop.time(), 0.0)
+            transport, _ = await (asyncio.wait_for(connect, left) if left is not None else connect)
         except (OSError, asyncio.TimeoutError, ssl_module.SSLError) as e:
             raise ConnectError(f"cannot connect to {self.host}:{self.port}: {e}") from e
+        finally:
+            self._opening -= 1
+            self._wake()  # a failed attempt frees its slot; a successful one is in _all now
         conn.transport = transport  # uvloop may call connection_made after the await returns
         self._all.add(conn)
         return conn
 
+    async def _wait_for_slot(self, loop: asyncio.AbstractEventLoop, deadline: float | None) -> None:
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(fut)
+        try:
+            if deadline is None:
+                await fut
+            else:
+                await asyncio.wait_for(fut, max(deadline - loop.time(), 0.0))
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no connection to {self.host}:{self.port} came free in time "
+                               f"({self.max_connections} busy)") from None
+        finally:
+            if not fut.done():  # timed out or cancelled: still queued (woken ones were popped)
+                fut.cancel()
+                try:
+                    self._waiters.remove(fut)
+                except ValueError:
+                    pass
+
+    def _wake(self) -> None:
+        """A connection came back or a slot opened: the oldest waiter tries again."""
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+
     def _release(self, conn: _Connection) -> None:
         if conn.closed or not conn.keep_alive or len(self._idle) >= MAX_IDLE:
-            conn.close()
+            conn.close()  # its slot frees when connection_lost calls _forget
             return
         self._idle.append(conn)
+        self._wake()
 
     def _forget(self, conn: _Connection) -> None:
         self._all.discard(conn)
@@ -294,6 +346,7 @@ class HttpTransport:
             self._idle.remove(conn)
         except ValueError:
             pass
+        self._wake()
 
     def close(self) -> None:
         """Close every connection, idle or busy (busy exchanges fail with ConnectionLost)."""

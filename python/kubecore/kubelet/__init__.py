@@ -3,7 +3,8 @@
 Layers, bottom up (each module is one idea; its docstring says what upstream code it follows):
 
     cri.py              the runtime interface: CRI's services and messages (asyncio + msgspec)
-    sim/                a runtime without processes (hollow nodes): runtime + IPAM, annotations + probe answers
+    sim/                a runtime without processes (hollow nodes): runtime + IPAM, annotations + probe answers,
+                        log files for pods that ask
     containerd/         a real runtime: containerd's CRI v1 over gRPC, its daemon and CNI config, local images
     runtime_status.py   the runtime's view of a pod, and the PLEG's cache of it
     actions.py          computePodActions: what a sync must do (pure)
@@ -23,8 +24,15 @@ Layers, bottom up (each module is one idea; its docstring says what upstream cod
     pod_workers.py      one serial worker per pod: syncing, terminating, terminated
     pleg.py             relisting and runtime events -> pod changes
     probes.py           liveness/readiness/startup workers on timers
+    crilog.py           CRI log files read back for `kubectl logs` (partial lines, tail, since, follow)
+    server.py           the kubelet's HTTP server: /containerLogs, /exec, /attach, /portForward, /pods
     node_status.py      the Node object and its status setters (pure)
     node_agent.py       registration (create or adopt), status updates, the node Lease
+    stats.py            /stats/summary from CRI stats and the node's /proc + statvfs (or simulated figures)
+    gc.py               dead-container, sandbox and unused-image garbage collection
+    eviction.py         node-pressure eviction, pure: thresholds, signals, ranking, messages, admission
+    eviction_manager.py the eviction loop: node conditions, reclaim, one eviction per pass
+    node_resources.py   stats + GC + eviction wired to one kubelet (off on hollow nodes)
     timers.py           one timer heap for all periodic work, tracked background jobs
     config.py           KubeletConfig and the machine's facts
     kubelet.py          one node's kubelet, wiring the above

@@ -12,6 +12,9 @@ Times (seconds) and their upstream names:
 | `relist_period` | the PLEG relist period (1 s; with runtime events 300 s upstream) | 1 |
 | `housekeeping_period` | housekeepingPeriod: orphaned runtime pods are cleaned up | 2 |
 | `max_images` | nodeStatusMaxImages | 50 |
+| `eviction_pressure_transition_period` | evictionPressureTransitionPeriod | 300 |
+| `image_gc_high_threshold_percent` / `low` | imageGCHigh/LowThresholdPercent | 85 / 80 |
+| `image_minimum_gc_age` | imageMinimumGCAge | 120 |
 
 Capacity comes from flags (`cpu`, `memory`, `pods`, `ephemeral_storage`; hollow and simulated
 nodes) or, for a real node, from the machine (`machine_capacity`: CPUs, MemTotal, the root
@@ -30,6 +33,8 @@ from pathlib import Path
 
 from kubecore import __version__
 from kubecore.api import quantity
+from kubecore.kubelet.eviction import DEFAULT_EVICTION_HARD, parse_thresholds
+from kubecore.kubelet.gc import ImageGCPolicy
 
 KUBE_VERSION = "1.36"
 """The Kubernetes minor this kubelet reports (the same as kubecore's API server)."""
@@ -94,6 +99,14 @@ class KubeletConfig:
     max_images: int = 50
     record_events: bool = True
     kubelet_port: int = KUBELET_PORT
+    manage_resources: bool = True
+    """Container/image GC and node-pressure eviction (`node_resources.py`); hollow nodes turn it off."""
+    eviction_hard: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_EVICTION_HARD))
+    """--eviction-hard: signal -> threshold ("100Mi", "10%"; "0%" disables a signal)."""
+    eviction_pressure_transition_period: float = 300.0
+    image_gc_high_threshold_percent: int = 85
+    image_gc_low_threshold_percent: int = 80
+    image_minimum_gc_age: float = 120.0
 
     def __post_init__(self) -> None:
         if not self.node_name:
@@ -104,6 +117,8 @@ class KubeletConfig:
         if self.pods < 1:
             raise ValueError(f"pods must be at least 1, not {self.pods}")
         self.reserved = {k: validate_quantity(v, f"reserved {k}") for k, v in self.reserved.items()}
+        parse_thresholds(self.eviction_hard)  # ThresholdError (a ValueError) names the bad one
+        ImageGCPolicy(self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent)
 
     @property
     def lease_renew_interval(self) -> float:

@@ -20,6 +20,9 @@ Shape rules, so a gRPC client is a thin translation:
   answer with (`NotFound`, `Unimplemented`, ...). The idempotent calls (Stop*/Remove*) never
   raise NotFound, as the proto requires.
 
+Stats (`container_stats`, `list_container_stats`, `pod_sandbox_stats`, `list_pod_sandbox_stats`,
+`image_fs_info`) carry the proto's UInt64Value wrappers as `int | None` (None: not reported).
+
 Runtime events (`get_container_events`) follow the proto's GetContainerEvents stream: each event
 carries the whole pod's sandbox status and container statuses, so a consumer needs no second call.
 A runtime without events raises `Unimplemented` there; the PLEG then relists only.
@@ -388,6 +391,110 @@ class ContainerEventResponse(msgspec.Struct, kw_only=True, gc=False):
     containers_statuses: list[ContainerStatus] = msgspec.field(default_factory=list)
 
 
+# -- stats (ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats, ImageFsInfo) --
+# The proto's UInt64Value wrappers are `int | None` here: None is "not reported", as a nil wrapper.
+
+
+class ContainerAttributes(msgspec.Struct, kw_only=True, gc=False):
+    id: str = ""
+    metadata: ContainerMetadata = msgspec.field(default_factory=ContainerMetadata)
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class CpuUsage(msgspec.Struct, kw_only=True, gc=False):
+    timestamp: int = 0
+    usage_core_nano_seconds: int | None = None
+    """Cumulative CPU time since the container started."""
+    usage_nano_cores: int | None = None
+    """The rate over the runtime's last sampling window (nano-cores: 1e9 is one core busy)."""
+
+
+class MemoryUsage(msgspec.Struct, kw_only=True, gc=False):
+    timestamp: int = 0
+    working_set_bytes: int | None = None
+    """usage minus inactive file pages: what eviction compares against."""
+    available_bytes: int | None = None
+    usage_bytes: int | None = None
+    rss_bytes: int | None = None
+    page_faults: int | None = None
+    major_page_faults: int | None = None
+
+
+class FilesystemIdentifier(msgspec.Struct, kw_only=True, gc=False):
+    mountpoint: str = ""
+
+
+class FilesystemUsage(msgspec.Struct, kw_only=True, gc=False):
+    timestamp: int = 0
+    fs_id: FilesystemIdentifier | None = None
+    used_bytes: int | None = None
+    inodes_used: int | None = None
+
+
+class ContainerStats(msgspec.Struct, kw_only=True, gc=False):
+    attributes: ContainerAttributes = msgspec.field(default_factory=ContainerAttributes)
+    cpu: CpuUsage | None = None
+    memory: MemoryUsage | None = None
+    writable_layer: FilesystemUsage | None = None
+
+
+class ContainerStatsFilter(msgspec.Struct, kw_only=True, gc=False):
+    id: str = ""
+    pod_sandbox_id: str = ""
+    label_selector: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class PodSandboxAttributes(msgspec.Struct, kw_only=True, gc=False):
+    id: str = ""
+    metadata: PodSandboxMetadata = msgspec.field(default_factory=PodSandboxMetadata)
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class NetworkInterfaceUsage(msgspec.Struct, kw_only=True, gc=False):
+    name: str = ""
+    rx_bytes: int | None = None
+    rx_errors: int | None = None
+    tx_bytes: int | None = None
+    tx_errors: int | None = None
+
+
+class NetworkUsage(msgspec.Struct, kw_only=True, gc=False):
+    timestamp: int = 0
+    default_interface: NetworkInterfaceUsage | None = None
+    interfaces: list[NetworkInterfaceUsage] = msgspec.field(default_factory=list)
+
+
+class ProcessUsage(msgspec.Struct, kw_only=True, gc=False):
+    timestamp: int = 0
+    process_count: int | None = None
+
+
+class LinuxPodSandboxStats(msgspec.Struct, kw_only=True, gc=False):
+    cpu: CpuUsage | None = None
+    memory: MemoryUsage | None = None
+    network: NetworkUsage | None = None
+    process: ProcessUsage | None = None
+    containers: list[ContainerStats] = msgspec.field(default_factory=list)
+
+
+class PodSandboxStats(msgspec.Struct, kw_only=True, gc=False):
+    attributes: PodSandboxAttributes = msgspec.field(default_factory=PodSandboxAttributes)
+    linux: LinuxPodSandboxStats | None = None
+
+
+class PodSandboxStatsFilter(msgspec.Struct, kw_only=True, gc=False):
+    id: str = ""
+    label_selector: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ImageFsInfoResponse(msgspec.Struct, kw_only=True, gc=False):
+    image_filesystems: list[FilesystemUsage] = msgspec.field(default_factory=list)
+    container_filesystems: list[FilesystemUsage] = msgspec.field(default_factory=list)
+    """Empty when containers' writable layers live on the image file system (no split)."""
+
+
 RUNTIME_READY = "RuntimeReady"
 NETWORK_READY = "NetworkReady"
 """The two required runtime conditions (RuntimeCondition.type)."""
@@ -440,6 +547,32 @@ class RuntimeService(Protocol):
         """The GetContainerEvents stream; raises Unimplemented when the runtime has none."""
         ...
 
+    async def container_stats(self, container_id: str) -> ContainerStats: ...
+
+    async def list_container_stats(self, filter: ContainerStatsFilter | None = None) -> list[ContainerStats]: ...
+
+    async def pod_sandbox_stats(self, pod_sandbox_id: str) -> PodSandboxStats:
+        """Unimplemented on runtimes without sandbox stats (containerd before 1.7 on some hosts)."""
+        ...
+
+    async def list_pod_sandbox_stats(self, filter: PodSandboxStatsFilter | None = None) -> list[PodSandboxStats]: ...
+
+    # Streaming (Exec, Attach, PortForward): the runtime answers with the URL of its streaming
+    # server, to which the kubelet passes the client's upgraded connection (SPDY or websocket).
+    async def exec(self, container_id: str, cmd: list[str], *, tty: bool = False, stdin: bool = False,
+                   stdout: bool = True, stderr: bool = True) -> str:
+        """ExecRequest -> ExecResponse.url; runtimes without a streaming server raise Unimplemented."""
+        ...
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False, stdout: bool = True,
+                     stderr: bool = True) -> str:
+        """AttachRequest -> AttachResponse.url."""
+        ...
+
+    async def port_forward(self, pod_sandbox_id: str, port: list[int]) -> str:
+        """PortForwardRequest -> PortForwardResponse.url."""
+        ...
+
 
 class ImageService(Protocol):
     """CRI's ImageService."""
@@ -452,6 +585,10 @@ class ImageService(Protocol):
                          sandbox_config: PodSandboxConfig | None = None) -> str: ...
 
     async def remove_image(self, image: ImageSpec) -> None: ...
+
+    async def image_fs_info(self) -> ImageFsInfoResponse:
+        """ImageFsInfo: usage of the file system(s) holding images (and writable layers)."""
+        ...
 
 
 class Runtime(RuntimeService, ImageService, Protocol):

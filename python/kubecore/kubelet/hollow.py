@@ -7,6 +7,12 @@ heap, one status writer). Node i of a host is named `<prefix><i>`, has InternalI
 `hollow_node_ip(i)` (172.16.0.1 upwards) and, until the control plane assigns spec.podCIDR, the
 pod CIDR `default_pod_cidr(index=i)` (10.128.0.0/24 upwards).
 
+Logs, exec and friends: one `KubeletServer` (`server.py`) serves every node of the host. Each node
+reports `kubelet_port` in its daemonEndpoints; the API server dials a node's InternalIP, which
+for hollow nodes is not a real address, so a host that serves sets `node_ip` to the address its
+server listens on and every node reports that one (as kwok does). Simulated containers write log
+files only when their pod asks (`sim/logs.py`), under `log_root` when it is set.
+
 Defaults that differ from a single kubelet, because the runtime reports its own events and a
 thousand nodes share two cores: PLEG relisting every 60 s (the safety net; runtime events do the
 work), housekeeping every 30 s, no periodic pod resync (pods are synced on events, probe results
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubecore.kubelet.config import KubeletConfig
+from kubecore.kubelet.config import KUBELET_PORT, KubeletConfig
 from kubecore.kubelet.host import KubeletHost
 from kubecore.kubelet.kubelet import Kubelet
 from kubecore.kubelet.sim.behaviour import SimHandlers
@@ -28,11 +34,11 @@ HOLLOW_HOUSEKEEPING_PERIOD = 30.0
 
 
 def sim_kubelet(host: KubeletHost, config: KubeletConfig, *, node_ip: str, index: int | None = None,
-                runtime: SimRuntime | None = None) -> Kubelet:
+                runtime: SimRuntime | None = None, log_root: str | None = None) -> Kubelet:
     """A kubelet over a SimRuntime (a fresh one on the host's timers unless given: a runtime that
     outlives a kubelet is how a restart is simulated), added to `host`."""
     cidr = config.pod_cidr or default_pod_cidr(index=index, node_name=config.node_name)
-    runtime = runtime or SimRuntime(clock=host.clock, timers=host.timers, pod_cidr=cidr)
+    runtime = runtime or SimRuntime(clock=host.clock, timers=host.timers, pod_cidr=cidr, log_root=log_root)
     kubelet = Kubelet(config, runtime=runtime, handlers=SimHandlers(runtime, clock=host.clock), host=host,
                       node_ip=node_ip, runtime_name=RUNTIME_NAME)
     host.add(kubelet)
@@ -54,6 +60,10 @@ class HollowOptions:
     housekeeping_period: float = HOLLOW_HOUSEKEEPING_PERIOD
     resync_interval: float = 0.0
     record_events: bool = False
+    node_ip: str | None = None
+    """Every node's InternalIP (the kubelet server's address), instead of its own 172.16.x.y."""
+    kubelet_port: int = KUBELET_PORT
+    log_root: str | None = None
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -70,6 +80,8 @@ def add_hollow_nodes(host: KubeletHost, options: HollowOptions) -> list[Kubelet]
             ephemeral_storage=options.ephemeral_storage, instance_type=options.instance_type,
             labels=dict(options.labels), relist_period=options.relist_period,
             housekeeping_period=options.housekeeping_period, resync_interval=options.resync_interval,
-            record_events=options.record_events)
-        out.append(sim_kubelet(host, config, node_ip=hollow_node_ip(i), index=i))
+            record_events=options.record_events, kubelet_port=options.kubelet_port,
+            manage_resources=False)  # no GC/eviction on hollow nodes (node_resources.py)
+        out.append(sim_kubelet(host, config, node_ip=options.node_ip or hollow_node_ip(i), index=i,
+                               log_root=options.log_root))
     return out

@@ -18,6 +18,10 @@ What happens, in upstream's terms:
   (`volumes.py`; a failure keeps the pod ContainerCreating with a FailedMount event and retries
   with back-off); a forgotten pod's volume directory (and, on a real node, its logs) is removed,
   and housekeeping removes the directories of pods the kubelet no longer knows.
+- Resource management (`node_resources.py`, when `config.manage_resources`; hollow nodes turn it
+  off): container GC every minute, image GC every 5 minutes, the eviction manager every 10 s; the
+  node's pressure conditions come from it, a new pod is admitted by it (a rejected one only gets
+  its Failed status), and an evicted or rejected pod's status carries its fields.
 - The worker's passes (`sync_pod`, `sync_terminating_pod`, `sync_terminated_pod`, `forget`) are
   upstream's SyncPod / SyncTerminatingPod / SyncTerminatedPod / cleanup, described in
   `pod_workers.py`; statuses go to the `StatusManager`, which writes them and makes the final
@@ -37,7 +41,8 @@ from kubecore.kubelet.config import KubeletConfig, MachineInfo
 from kubecore.kubelet.envvars import EnvContext
 from kubecore.kubelet.handlers import Handlers
 from kubecore.kubelet.node_agent import NodeAgent, NodeLease
-from kubecore.kubelet.node_status import node_ref
+from kubecore.kubelet.node_resources import NodeResources
+from kubecore.kubelet.node_status import Pressure, node_ref
 from kubecore.kubelet.objects import ApiObjects
 from kubecore.kubelet.pleg import Pleg
 from kubecore.kubelet.pod_workers import PodWork, PodWorkers, SyncOutcome
@@ -104,6 +109,9 @@ class Kubelet:
                               machine=machine or host.machine, node_ip=node_ip,
                               node_lookup=lambda: host.node(self.name), ready_errors=self.ready_errors,
                               record=self._record_node_event)
+        # -- resource management hook (node_resources.py: GC, eviction, stats); off on hollow nodes
+        self.resources = NodeResources(self) if config.manage_resources else None
+        self.node.pressure = self.resources.pressure if self.resources is not None else Pressure
         self.lease = NodeLease(host.lease_sink, node_name=self.name, clock=self.clock,
                                duration=config.node_lease_duration, node_uid=lambda: self.node.uid)
         self._periodic: list[Periodic] = []
@@ -149,6 +157,8 @@ class Kubelet:
             timers.every(cfg.housekeeping_period, lambda: spawn(self.housekeeping()),
                          first=phase * cfg.housekeeping_period),
         ]
+        if self.resources is not None:  # resource management hook
+            self._periodic += self.resources.start(phase=phase)
         self.pleg.start(with_events=True)
         self.started = True
 
@@ -207,11 +217,23 @@ class Kubelet:
             self.probes.add_pod(pod)
         self._seen[uid] = relevant
         deleting = podutil.deletion_timestamp(pod) is not None
+        rejected = self._admit_new(pod, uid) if uid not in self.workers.pods and not deleting else False
         grace = podutil.meta(pod).get("deletionGracePeriodSeconds") if deleting else None
         rs = self.cache.get(uid)
-        start_terminated = podutil.is_terminal(podutil.phase_of(pod)) and (rs is None or not rs.running_containers())
+        start_terminated = rejected or (podutil.is_terminal(podutil.phase_of(pod))
+                                        and (rs is None or not rs.running_containers()))
         self.workers.update_pod(uid, podutil.key_of(pod), kill=deleting,
                                 grace=int(grace) if grace is not None else None, start_terminated=start_terminated)
+
+    def _admit_new(self, pod: Obj, uid: str) -> bool:
+        """Resource management hook: the eviction admit handler for a pod not yet handed to a worker;
+        True when it is rejected (it then only gets its Failed status, nothing runs)."""
+        if self.resources is None or podutil.is_terminal(podutil.phase_of(pod)) or self.cache.get(uid) is not None:
+            return False
+        result = self.resources.admit(pod)
+        if not result.admit:
+            self.resources.reject(pod, result)
+        return not result.admit
 
     def pod_removed(self, pod: Obj) -> None:
         uid = podutil.uid_of(pod)
@@ -251,6 +273,8 @@ class Kubelet:
         status = generate_pod_status(pod, rs, old=self.status.get_pod_status(uid) or pod.get("status") or {},
                                      pod_is_terminal=terminal, reasons=self.manager.reasons, probes=self.probes,
                                      host_ips=self.host_ips, runtime_name=self.runtime_name, now=self.clock.now())
+        if self.resources is not None:  # resource management hook: an evicted/rejected pod's fields
+            self.resources.adjust_status(uid, status)
         self.status.set_pod_status(pod, status)
         return status
 
@@ -306,6 +330,8 @@ class Kubelet:
             self.status.terminate_pod(pod)
 
     async def forget(self, work: PodWork) -> None:
+        if self.resources is not None:  # resource management hook
+            self.resources.forget(work.uid)
         self.probes.remove_pod(work.uid)
         self.status.remove(work.uid)
         self.pods.pop(work.uid, None)

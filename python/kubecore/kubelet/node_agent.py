@@ -56,7 +56,7 @@ class NodeAgent:
     def __init__(self, rest: RestClient, *, config: cfg.KubeletConfig, runtime: cri.Runtime, clock: Clock,
                  machine: cfg.MachineInfo, node_ip: str, node_lookup: Callable[[], Obj | None],
                  ready_errors: Callable[[], Awaitable[list[str]]],
-                 record: Callable[[str, str], None]) -> None:
+                 record: Callable[[str, str], None], pressure: Callable[[], Pressure] | None = None) -> None:
         self.rest = rest
         self.config = config
         self.runtime = runtime
@@ -66,6 +66,8 @@ class NodeAgent:
         self.node_lookup = node_lookup
         self.ready_errors = ready_errors
         self.record = record
+        self.pressure = pressure or Pressure
+        """The MemoryPressure/DiskPressure flags to report (the eviction manager's, when it runs)."""
         self.node: Obj | None = None
         """The node as last written or read by this agent."""
         self.registered = False
@@ -86,7 +88,7 @@ class NodeAgent:
         images = await self.runtime.list_images()
         return node_status.set_node_status(
             node, self.config, now=self.clock.now(), machine=self.machine, runtime=self._version, images=images,
-            node_ip=self.node_ip, ready_errors=await self.ready_errors(), pressure=Pressure())
+            node_ip=self.node_ip, ready_errors=await self.ready_errors(), pressure=self.pressure())
 
     # -- registration ------------------------------------------------------------------------------
     async def register(self) -> None:

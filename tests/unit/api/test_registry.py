@@ -57,7 +57,8 @@ def test_keys_and_api_version():
 def test_verbs_categories_subresources():
     assert R.get("", "v1", "bindings").verbs == ("create",)
     assert "deletecollection" not in R.get("", "v1", "namespaces").verbs
-    assert R.get("", "v1", "pods").subresources == ("binding", "eviction", "status")
+    assert R.get("", "v1", "pods").subresources == ("attach", "binding", "eviction", "exec", "log", "portforward",
+                                                    "status")
     assert R.get("apps", "v1", "deployments").subresources == ("scale", "status")
     alls = {rt.resource for rt in R.all() if "all" in rt.categories}
     assert alls == {"pods", "services", "replicationcontrollers", "daemonsets", "deployments", "replicasets",

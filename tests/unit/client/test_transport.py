@@ -207,3 +207,33 @@ async def test_url_prefix_and_host_header() -> None:
     assert head.startswith("GET /k8s/clusters/c1/api HTTP/1.1\r\nHost: example.test\r\n")
     with pytest.raises(ValueError):
         HttpTransport("unix:///run/x.sock")
+
+
+async def test_at_most_max_connections_and_waiters_time_out(raw_server: Callable[[Answer], RawServer]) -> None:
+    """200 concurrent requests share 3 connections; with every connection busy past a request's
+    timeout, that request fails with TimeoutError and never opens a fourth."""
+    s = raw_server(lambda req: ok(req.split(b" ")[1]))
+    await start(s)
+    assert s.server is not None
+    t = HttpTransport(f"http://127.0.0.1:{s.server.sockets[0].getsockname()[1]}", max_connections=3)
+    answers = await asyncio.gather(*(t.request("GET", f"/{i}", headers={}, body=None, timeout=10) for i in range(200)))
+    assert [a.body for a in answers] == [f"/{i}".encode() for i in range(200)]
+    assert s.connections == 3
+    with pytest.raises(ValueError):
+        HttpTransport("http://127.0.0.1:1", max_connections=0)
+
+    hang = raw_server(lambda req: b"" if b"/hang" in req else ok(b"fine"))  # /hang is never answered
+    await start(hang)
+    assert hang.server is not None
+    t2 = HttpTransport(f"http://127.0.0.1:{hang.server.sockets[0].getsockname()[1]}", max_connections=1)
+    stuck = asyncio.ensure_future(t2.request("GET", "/hang", headers={}, body=None, timeout=1.0))
+    await asyncio.sleep(0.05)
+    with pytest.raises(TimeoutError, match="came free in time"):
+        await t2.request("GET", "/other", headers={}, body=None, timeout=0.2)
+    with pytest.raises(TimeoutError):
+        await stuck
+    # the timed-out exchange gave its slot back: the next request gets a fresh connection
+    assert (await t2.request("GET", "/other", headers={}, body=None, timeout=5)).body == b"fine"
+    assert hang.connections == 2
+    t.close()
+    t2.close()

@@ -38,6 +38,7 @@ import msgspec
 from kubecore.kubelet import cri
 from kubecore.kubelet.containerd import codec
 from kubecore.kubelet.containerd import messages as m
+from kubecore.kubelet.containerd.streaming_rpc import StreamingCalls
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def cri_error(e: grpc.aio.AioRpcError, method: str) -> cri.CriError:
     return err
 
 
-class ContainerdRuntime:
+class ContainerdRuntime(StreamingCalls):  # Exec/Attach/PortForward: streaming_rpc.py
     """A CRI v1 runtime behind `socket` (see the module docstring). Implements `cri.Runtime`."""
 
     def __init__(self, socket: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -195,6 +196,27 @@ class ContainerdRuntime:
             raise cri_error(e, "GetContainerEvents") from None
         finally:
             call.cancel()
+
+    # -- stats -------------------------------------------------------------------------------------
+    async def container_stats(self, container_id: str) -> cri.ContainerStats:
+        resp = await self._rt("ContainerStats", m.Ref(value=container_id), m.ContainerStatsResponse)
+        return resp.stats or cri.ContainerStats()
+
+    async def list_container_stats(self, filter: cri.ContainerStatsFilter | None = None) -> list[cri.ContainerStats]:
+        req = m.ListContainerStatsRequest(filter=filter)
+        return (await self._rt("ListContainerStats", req, m.ListContainerStatsResponse)).stats
+
+    async def pod_sandbox_stats(self, pod_sandbox_id: str) -> cri.PodSandboxStats:
+        resp = await self._rt("PodSandboxStats", m.Ref(value=pod_sandbox_id), m.PodSandboxStatsResponse)
+        return resp.stats or cri.PodSandboxStats()
+
+    async def list_pod_sandbox_stats(self, filter: cri.PodSandboxStatsFilter | None = None,
+                                     ) -> list[cri.PodSandboxStats]:
+        req = m.ListPodSandboxStatsRequest(filter=filter)
+        return (await self._rt("ListPodSandboxStats", req, m.ListPodSandboxStatsResponse)).stats
+
+    async def image_fs_info(self) -> cri.ImageFsInfoResponse:
+        return await self._img("ImageFsInfo", m.Empty(), cri.ImageFsInfoResponse)
 
     # -- images ------------------------------------------------------------------------------------
     async def list_images(self, filter: cri.ImageSpec | None = None) -> list[cri.Image]:

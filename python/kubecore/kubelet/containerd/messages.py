@@ -102,3 +102,27 @@ class PullImageRequest(msgspec.Struct, kw_only=True, gc=False):
 
 class RemoveImageRequest(msgspec.Struct, kw_only=True, gc=False):
     image: cri.ImageSpec | None = None
+
+
+class ListContainerStatsRequest(msgspec.Struct, kw_only=True, gc=False):
+    filter: cri.ContainerStatsFilter | None = None
+
+
+class ListContainerStatsResponse(msgspec.Struct, kw_only=True, gc=False):
+    stats: list[cri.ContainerStats] = msgspec.field(default_factory=list)
+
+
+class ContainerStatsResponse(msgspec.Struct, kw_only=True, gc=False):
+    stats: cri.ContainerStats | None = None
+
+
+class ListPodSandboxStatsRequest(msgspec.Struct, kw_only=True, gc=False):
+    filter: cri.PodSandboxStatsFilter | None = None
+
+
+class ListPodSandboxStatsResponse(msgspec.Struct, kw_only=True, gc=False):
+    stats: list[cri.PodSandboxStats] = msgspec.field(default_factory=list)
+
+
+class PodSandboxStatsResponse(msgspec.Struct, kw_only=True, gc=False):
+    stats: cri.PodSandboxStats | None = None

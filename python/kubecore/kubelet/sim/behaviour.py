@@ -12,6 +12,8 @@ also exists per container, with the container name after a dot, which wins over 
 | `stop-duration` | how long a container takes to stop after SIGTERM; past the grace period it is killed | `0s` |
 | `pull-fail` | comma list of images (as written in the spec) whose pulls fail, or `*` | none |
 | `readiness`, `liveness`, `startup` | `pass` or `fail`: the answer to every probe of that kind | `pass` |
+| `log` | lines written to the container's CRI log file (stdout) when it starts; `{attempt}`, `{container}`, `{pod}` are replaced (see `logs.py`) | no log file |
+| `log-every` | with `log`: the lines are written again at this interval while the container runs | once |
 
 A container stopped by the kubelet exits 143 (SIGTERM), or 137 when it was still running at the
 end of its grace period (SIGKILL), as a process without a SIGTERM handler would.
@@ -45,6 +47,8 @@ EXIT_CODE = "exit-code"
 STOP_DURATION = "stop-duration"
 PULL_FAIL = "pull-fail"
 PROBE_KINDS = ("readiness", "liveness", "startup")
+LOG = "log"
+LOG_EVERY = "log-every"
 DEFAULT_JOB_DURATION = 1.0
 
 class BehaviourError(ValueError):

@@ -27,9 +27,18 @@ Allocation follows CNI host-local: the gateway (the first address) is never hand
 network and broadcast addresses; each allocation continues after the last one handed out and
 wraps, so an address just released is not reused at once.
 
+Logs and streaming: a container's ContainerStatus.log_path is the full path (the sandbox's log
+directory, under `log_root` when given, joined with the config's log_path), and the file exists
+only when the pod asks for log lines (`logs.py`). Exec, Attach and PortForward raise
+Unimplemented: nothing runs to exec into.
+
 Images: a pull of any name succeeds (unless the pod's `pull-fail` names it) and the image stays
 "present" on this node; its id and digest are sha256 of the normalised name, its size a
 deterministic 1-100 MB.
+
+Stats (ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats, ImageFsInfo)
+report simulated usage from the pod's annotations (`sim/stats.py`: memory-usage, cpu-usage,
+disk-usage; defaults 1Mi, 1m, 0).
 """
 
 from __future__ import annotations
@@ -48,6 +57,8 @@ from kubecore.kubelet import cri, podutil
 from kubecore.kubelet.cri import ContainerEventType as Ev
 from kubecore.kubelet.cri import ContainerState, PodSandboxState
 from kubecore.kubelet.sim import behaviour
+from kubecore.kubelet.sim.logs import SimLogs
+from kubecore.kubelet.sim import stats as simstats
 from kubecore.kubelet.timers import Timer, Timers
 
 log = logging.getLogger(__name__)
@@ -123,6 +134,8 @@ class Ipam:
 RUNTIME_NAME = "sim"
 RUNTIME_VERSION = "0.1.0"
 EXIT_SIGTERM, EXIT_SIGKILL = 143, 137
+NO_STREAMING = ("the simulated runtime (sim) runs no processes: exec, attach and port-forward need a real "
+                "runtime such as containerd")
 
 
 @dataclass(slots=True)
@@ -136,6 +149,7 @@ class _Sandbox:
     network: cri.NamespaceMode
     state: PodSandboxState = PodSandboxState.SANDBOX_READY
     containers: list[str] = field(default_factory=list)
+    log_directory: str = ""
 
 
 @dataclass(slots=True)
@@ -149,6 +163,7 @@ class _Container:
     labels: dict[str, str]
     annotations: dict[str, str]
     log_path: str
+    """The full path (the sandbox's log directory joined with the config's log_path), as CRI reports it."""
     created_at: int
     state: ContainerState = ContainerState.CONTAINER_CREATED
     started_at: int = 0
@@ -169,9 +184,10 @@ def _label_match(labels: dict[str, str], selector: dict[str, str]) -> bool:
 class SimRuntime:
     """The simulated runtime of one node (see the module docstring). Implements `cri.Runtime`."""
 
-    def __init__(self, *, clock: Clock, timers: Timers, pod_cidr: str) -> None:
+    def __init__(self, *, clock: Clock, timers: Timers, pod_cidr: str, log_root: str | None = None) -> None:
         self.clock = clock
         self.timers = timers
+        self.logs = SimLogs(clock=clock, timers=timers, log_root=log_root)
         self.ipam = Ipam(pod_cidr)
         self._sandboxes: dict[str, _Sandbox] = {}
         self._containers: dict[str, _Container] = {}
@@ -207,7 +223,8 @@ class SimRuntime:
             ip = self.ipam.allocate() if network == cri.NamespaceMode.POD else ""
         except IpamError as e:
             raise cri.CriError(f'failed to setup network for sandbox "{sid}": {e}') from e
-        sandbox = _Sandbox(sid, config.metadata, config.labels, config.annotations, self._now(), ip, network)
+        sandbox = _Sandbox(sid, config.metadata, config.labels, config.annotations, self._now(), ip, network,
+                           log_directory=self.logs.directory(config.log_directory))
         self._sandboxes[sid] = sandbox
         self._by_uid.setdefault(config.metadata.uid, []).append(sid)
         self._emit(sid, Ev.CONTAINER_CREATED_EVENT, sandbox)
@@ -286,7 +303,7 @@ class SimRuntime:
         cid = secrets.token_hex(32)
         name = podutil.normalize_image(config.image.user_specified_image or image.repo_tags[0])
         c = _Container(cid, pod_sandbox_id, config.metadata, name, image.repo_digests[0], image.id, config.labels,
-                       config.annotations, config.log_path, self._now())
+                       config.annotations, SimLogs.path(sandbox.log_directory, config.log_path), self._now())
         self._containers[cid] = c
         sandbox.containers.append(cid)
         self._emit(cid, Ev.CONTAINER_CREATED_EVENT, sandbox)
@@ -316,6 +333,9 @@ class SimRuntime:
             duration, code = None, 0
         if duration is not None:
             c.timer = self.timers.call_later(duration, lambda: self._exit(c, code))
+        self.logs.started(container_id, path=c.log_path, annotations=ann, container=name,
+                          attempt=c.metadata.attempt,
+                          pod=f"{sandbox.metadata.namespace}/{sandbox.metadata.name}")
         self._emit(container_id, Ev.CONTAINER_STARTED_EVENT, sandbox)
 
     def _exit(self, c: _Container, code: int, *, emit: bool = True) -> None:
@@ -325,6 +345,7 @@ class SimRuntime:
             c.timer.cancel()
             c.timer = None
         c.state, c.finished_at, c.exit_code = ContainerState.CONTAINER_EXITED, self._now(), code
+        self.logs.stopped(c.id)
         c.reason = "Completed" if code == 0 else "Error"
         if emit:
             self._emit(c.id, Ev.CONTAINER_STOPPED_EVENT, self._sandboxes.get(c.sandbox_id))
@@ -360,6 +381,7 @@ class SimRuntime:
         self._emit(container_id, Ev.CONTAINER_DELETED_EVENT, sandbox)
 
     def _drop_container(self, container_id: str) -> None:
+        self.logs.removed(container_id)
         c = self._containers.pop(container_id, None)
         if c is not None and c.timer is not None:
             c.timer.cancel()
@@ -400,6 +422,18 @@ class SimRuntime:
             raise cri.FailedPrecondition(f"container {container_id} is not running")
         return cri.ExecSyncResponse(exit_code=0)
 
+    # -- streaming ---------------------------------------------------------------------------------
+    async def exec(self, container_id: str, cmd: list[str], *, tty: bool = False, stdin: bool = False,
+                   stdout: bool = True, stderr: bool = True) -> str:
+        raise cri.Unimplemented(NO_STREAMING)
+
+    async def attach(self, container_id: str, *, stdin: bool = False, tty: bool = False, stdout: bool = True,
+                     stderr: bool = True) -> str:
+        raise cri.Unimplemented(NO_STREAMING)
+
+    async def port_forward(self, pod_sandbox_id: str, port: list[int]) -> str:
+        raise cri.Unimplemented(NO_STREAMING)
+
     # -- events ------------------------------------------------------------------------------------
     async def get_container_events(self) -> AsyncIterator[cri.ContainerEventResponse]:
         queue: asyncio.Queue[cri.ContainerEventResponse] = asyncio.Queue()
@@ -419,6 +453,40 @@ class SimRuntime:
                                            containers_statuses=statuses)
         for q in self._subscribers:
             q.put_nowait(event)
+
+    # -- stats (simulated numbers: sim/stats.py) -------------------------------------------------------
+    def _stats(self, c: _Container) -> cri.ContainerStats:
+        sandbox = self._sandboxes.get(c.sandbox_id)
+        attrs = cri.ContainerAttributes(id=c.id, metadata=c.metadata, labels=c.labels, annotations=c.annotations)
+        return simstats.container_stats(attrs, pod_annotations=sandbox.annotations if sandbox is not None else {},
+                                        running=c.state == ContainerState.CONTAINER_RUNNING, started_at=c.started_at,
+                                        now=self._now())
+
+    async def container_stats(self, container_id: str) -> cri.ContainerStats:
+        return self._stats(self._container(container_id))
+
+    async def list_container_stats(self, filter: cri.ContainerStatsFilter | None = None) -> list[cri.ContainerStats]:
+        f = filter or cri.ContainerStatsFilter()
+        wanted = cri.ContainerFilter(id=f.id, pod_sandbox_id=f.pod_sandbox_id, label_selector=f.label_selector)
+        return [self._stats(c) for c in self._candidate_containers(wanted) if _label_match(c.labels, f.label_selector)]
+
+    def _pod_stats(self, s: _Sandbox) -> cri.PodSandboxStats:
+        attrs = cri.PodSandboxAttributes(id=s.id, metadata=s.metadata, labels=s.labels, annotations=s.annotations)
+        containers = [self._stats(self._containers[i]) for i in s.containers if i in self._containers]
+        return simstats.sandbox_stats(attrs, containers, now=self._now())
+
+    async def pod_sandbox_stats(self, pod_sandbox_id: str) -> cri.PodSandboxStats:
+        return self._pod_stats(self._sandbox(pod_sandbox_id))
+
+    async def list_pod_sandbox_stats(self, filter: cri.PodSandboxStatsFilter | None = None,
+                                     ) -> list[cri.PodSandboxStats]:
+        f = filter or cri.PodSandboxStatsFilter()
+        sandboxes = await self.list_pod_sandbox(cri.PodSandboxFilter(id=f.id, label_selector=f.label_selector))
+        return [self._pod_stats(self._sandboxes[s.id]) for s in sandboxes]
+
+    async def image_fs_info(self) -> cri.ImageFsInfoResponse:
+        layers = [self._stats(c) for c in self._containers.values()]
+        return simstats.image_fs(list(self._images.values()), layers, now=self._now())
 
     # -- images ------------------------------------------------------------------------------------
     def _find_image(self, ref: str) -> cri.Image | None:
