@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import signal
 import sys
@@ -22,13 +21,13 @@ from kubecore.apiserver.admission import ensure_system_namespaces
 from kubecore.apiserver.app import ALLOCATORS, DIRECT, FAST_READS, OBJECTS, REGISTRY, build_app
 from kubecore.apiserver.fastpath import FastAppRunner
 from kubecore.apiserver.httpserver import LeanServer
+from kubecore.heap import settle_heap
 from kubecore.store import Store
 
 # Pending connections the kernel queues before accept (capped by net.core.somaxconn). aiohttp's
 # default of 128 overflowed when a controller opened a few hundred connections at once: the
 # dropped SYNs were retried after the kernel's 1 s timeout, stalling those requests by a second.
 LISTEN_BACKLOG = 4096
-GC_THRESHOLDS = (20_000, 20, 20)  # gen0 allocations, then gen0 runs per gen1, gen1 runs per gen2
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -125,16 +124,6 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
             print("kubecore: shutting down", file=sys.stderr, flush=True)
             await site.close()
             await runner.cleanup()
-
-
-def settle_heap() -> None:
-    """Tunes the cyclic GC for serving: what startup built (registry, schemas, routes) moves to
-    the permanent generation, and young collections run every 20,000 allocations instead of 700 —
-    a request allocates thousands of short-lived containers that reference counting frees, so the
-    default threshold spent about a tenth of the server's time re-scanning live objects."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def serve(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:

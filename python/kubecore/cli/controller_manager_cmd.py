@@ -95,8 +95,10 @@ def _run(args: argparse.Namespace) -> int:
     from kubecore.client.config import ConfigError, load_kubeconfig
     from kubecore.controllers.base import UnknownController
     from kubecore.controllers.manager import ControllerManager, ManagerOptions
+    from kubecore.heap import tune_collector
 
     _configure_logging(args.verbose if args.verbose else 1)
+    tune_collector()  # informer caches are long-lived: see kubecore.heap
     try:
         config = load_kubeconfig(args.kubeconfig)
     except ConfigError as e:

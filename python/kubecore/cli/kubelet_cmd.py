@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import logging
 import signal
 import socket
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from kubecore.cli.controller_manager_cmd import parse_duration, run_loop
+from kubecore.heap import settle_heap
 
 RUNTIMES = ("sim", "containerd")
 
@@ -213,18 +213,6 @@ def _run_hollow(args: argparse.Namespace) -> int:
                                                    concurrency=args.register_concurrency, address=args.address)))
 
 
-GC_THRESHOLDS = (20_000, 20, 20)
-
-
-def _settle_heap() -> None:
-    """Once running: what start-up built (every node's state) moves to the permanent generation and
-    young collections run every 20,000 allocations, not 700 — full collections of a process with
-    thousands of nodes otherwise stall every kubelet in it for a few hundred milliseconds."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
 async def _reachable(rest: Any) -> str | None:
     """None when the API server answers discovery (a few quick retries, not the client's ten)."""
     from kubecore.client import errors
@@ -255,7 +243,7 @@ async def _serve_one(rest: Any, config: Any, *, node_ip: str, address: str) -> i
         try:
             await host.start(progress=_say)
             server = await _kubelet_server(host, address=address, port=config.kubelet_port)
-            _settle_heap()
+            settle_heap()
             _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
             await asyncio.Event().wait()
         finally:
@@ -319,7 +307,7 @@ async def _serve_hollow(rest: Any, options: Any, extra: dict[str, Any], *, worke
         try:
             await host.start(progress=_say, register_concurrency=concurrency)
             server = await _kubelet_server(host, address=address, port=options.kubelet_port)
-            _settle_heap()
+            settle_heap()
             _say("all hollow nodes registered; Ctrl-C stops")
             await asyncio.Event().wait()
         finally:

@@ -38,6 +38,7 @@ from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENE
 from kubecore.client.rest import RestClient
 from kubecore.client.sinks import RestApiSink
 from kubecore.controllers.manager import default_identity
+from kubecore.heap import settle_heap
 from kubecore.scheduler import defaultspread
 from kubecore.scheduler import events as ev
 from kubecore.scheduler.apiwrites import ApiWrites, TaskSet
@@ -226,7 +227,7 @@ class LiveScheduler:
             if missing:
                 raise RuntimeError(f"informers did not sync within {SYNC_TIMEOUT:g} s: {', '.join(missing)}")
             if self.freeze_gc:
-                gc.freeze()
+                settle_heap()
             log.info("scheduler: caches synced (%d nodes); scheduling", core.cache.num_nodes)
             self.synced.set()
             await self.driver.run()
