@@ -10,11 +10,17 @@ node); `on_bound(bound)` is informational (the Bind plugin already wrote the bin
 Binding runs inline, one pod after another, unless `concurrent_binds`: then each binding cycle is
 a task (what a Bind plugin doing network I/O wants). Pods waiting at Permit always get a task,
 since they wait for each other (gangs).
+
+A popped batch is scheduled in chunks of `CHUNK` pods; once a batch has held the event loop for
+`YIELD_AFTER` seconds, the driver lets it run before the next chunk, so the bindings, evictions and
+watch events of slow cycles (preemption's dry runs take milliseconds each) are not held back
+until hundreds of cycles have finished.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +32,12 @@ from kubecore.scheduler.queue import QueueClosed
 from kubecore.scheduler.registry import SchedulerCore
 from kubecore.scheduler.schedule_one import Assumed, Failed
 
-__all__ = ["Driver"]
+__all__ = ["Driver", "CHUNK", "YIELD_AFTER"]
+
+CHUNK = 64
+"""Pods scheduled per `schedule_batch` call (enough to keep the native batch path efficient)."""
+YIELD_AFTER = 0.02
+"""Seconds of scheduling after which a batch lets the event loop run."""
 
 
 class Driver:
@@ -60,19 +71,27 @@ class Driver:
     async def run_once(self) -> int:
         """One batch: the pods popped (0 when activeQ had none)."""
         pinfos = self.core.queue.pop_batch(self.max_batch)
+        began = time.perf_counter()
         for fw, group in self._groups(pinfos):
-            for outcome in schedule_batch(fw, group):
-                if isinstance(outcome, Failed):
-                    self._failed(outcome, binding=False)
-                    continue
-                finish_scheduling_cycle(self.core.queue, outcome)
-                if outcome.waiting or self.concurrent_binds:
-                    task = asyncio.ensure_future(self._bind(outcome))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-                else:
-                    await self._bind(outcome)
+            for start in range(0, len(group), CHUNK):
+                if time.perf_counter() - began > YIELD_AFTER:
+                    await asyncio.sleep(0)
+                    began = time.perf_counter()
+                for outcome in schedule_batch(fw, group[start:start + CHUNK]):
+                    await self._handle(outcome)
         return len(pinfos)
+
+    async def _handle(self, outcome: Assumed | Failed) -> None:
+        if isinstance(outcome, Failed):
+            self._failed(outcome, binding=False)
+            return
+        finish_scheduling_cycle(self.core.queue, outcome)
+        if outcome.waiting or self.concurrent_binds:
+            task = asyncio.ensure_future(self._bind(outcome))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            await self._bind(outcome)
 
     async def _bind(self, a: Assumed) -> None:
         result = await bind_one(a)

@@ -10,10 +10,14 @@ status.nominatedNodeName; an empty node removes the nomination.
 
 from __future__ import annotations
 
+import msgspec
+
 from kubecore.scheduler.interface import NominatingInfo, NominatingMode
 from kubecore.scheduler.podinfo import Obj, pod_key, pod_priority
 
 __all__ = ["Nominator"]
+
+_encode = msgspec.json.encode
 
 
 def status_nominated_node(pod: Obj) -> str:
@@ -26,6 +30,8 @@ class Nominator:
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, Obj]] = {}
         self._node_of: dict[str, str] = {}
+        self._raw: dict[str, bytes] = {}
+        """key -> the nominated pod's JSON for the kernels, encoded once per pod version."""
 
     def add(self, pod: Obj, info: NominatingInfo | None = None) -> None:
         key = pod_key(pod)
@@ -38,6 +44,7 @@ class Nominator:
             return
         self._by_node.setdefault(node, {})[key] = pod
         self._node_of[key] = node
+        self._raw.pop(key, None)
 
     def update(self, old: Obj, new: Obj) -> None:
         """Keep a nomination across a pod update unless the update carries one itself."""
@@ -47,9 +54,11 @@ class Nominator:
             self.add(new)
             return
         self._by_node[node][key] = new
+        self._raw.pop(key, None)
 
     def delete(self, key: str) -> None:
         node = self._node_of.pop(key, None)
+        self._raw.pop(key, None)
         if node is None:
             return
         pods = self._by_node[node]
@@ -67,6 +76,17 @@ class Nominator:
         """(key, pod, node) of nominated pods with priority >= `priority`, except `exclude`."""
         return [(k, p, n) for n, pods in self._by_node.items() for k, p in pods.items()
                 if k != exclude and pod_priority(p) >= priority]
+
+    def higher_or_equal_raw(self, priority: int, *, exclude: str) -> list[tuple[str, bytes, str]]:
+        """`higher_or_equal` with each pod as JSON bytes (cached until the nomination changes)."""
+        out = []
+        raw = self._raw
+        for k, p, n in self.higher_or_equal(priority, exclude=exclude):
+            b = raw.get(k)
+            if b is None:
+                b = raw[k] = _encode(p)
+            out.append((k, b, n))
+        return out
 
     def __len__(self) -> int:
         return len(self._node_of)

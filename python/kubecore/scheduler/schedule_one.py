@@ -26,7 +26,6 @@ import random
 from collections.abc import Sequence
 from contextlib import nullcontext
 
-import msgspec
 
 from kubecore.scheduler.cache import CacheError
 from kubecore.scheduler.fiterror import Diagnosis, FitError, NoNodesAvailable, go_list
@@ -40,7 +39,6 @@ from kubecore.scheduler.status import Code, Status, as_status
 __all__ = ["Assumed", "Failed", "schedule_one", "num_feasible_nodes_to_find", "select_host", "assume_and_reserve",
            "fail_with_post_filter", "rejection_failure", "record_native", "CycleError"]
 
-_encode = msgspec.json.encode
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 _UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -155,7 +153,8 @@ def _nominated_for(fw: Framework, pinfo: QueuedPodInfo) -> list[tuple[str, bytes
     nom = fw.handle.nominator
     if not nom:
         return []
-    return [(k, _encode(p), n) for k, p, n in nom.higher_or_equal(pinfo.priority, exclude=pinfo.key)]
+    pods: list[tuple[str, bytes, str]] = nom.higher_or_equal_raw(pinfo.priority, exclude=pinfo.key)
+    return pods
 
 
 def _python_filter(fw: Framework, state: CycleState, pod: Obj, ni: NodeInfo) -> Status | None:
