@@ -56,6 +56,21 @@ def test_delete_answers_status_for_most_kinds_and_the_object_for_pods(server: Se
     assert server.http("GET", f"{base}/pods/unscheduled")[0] == 404
 
 
+def test_concurrent_deletes_one_wins_the_others_get_not_found(server: Server, namespace: str) -> None:
+    """Upstream's conditionalDelete: a delete that loses the race reads again and finds nothing
+    (404), whatever preconditions it carries; never a 409."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = f"/api/v1/namespaces/{namespace}"
+    for round_ in range(5):
+        uid = created(server, f"{base}/configmaps", cm(f"race{round_}"))["metadata"]["uid"]
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _: delete(server, f"{base}/configmaps/race{round_}",
+                                                     {"preconditions": {"uid": uid}}), range(8)))
+        codes = sorted(status for status, _ in answers)
+        assert codes.count(200) == 1 and set(codes) <= {200, 404}, answers
+
+
 def test_group_is_named_in_the_status_of_a_deleted_object(server: Server, namespace: str) -> None:
     base = f"/apis/apps/v1/namespaces/{namespace}/deployments"
     created(server, base, deployment("web"))

@@ -530,14 +530,14 @@ class Resources:
         body = await self._delete_options(request)
         dry = self._dry_run(request, body)
         opts = deletion.parse_options(body, request.query)
-        for _ in range(CONFLICT_RETRIES):  # without preconditions a concurrent write only means: read again
+        # A lost race means: read again (upstream's conditionalDelete). Gone by then: 404, as for
+        # any delete of a missing object; preconditions are checked again against what is there.
+        for _ in range(CONFLICT_RETRIES):
             old = self.objects.get(rt, info.namespace, info.name)
             await self.admission.admit_delete(rt, old)
             try:
                 obj, removed = await self._delete_object(rt, old, opts, dry=dry)
-            except _WriteConflict as e:
-                if opts.uid or opts.resource_version:
-                    raise e.error from None
+            except _WriteConflict:
                 continue
             return respond(deletion.removed_response(rt, obj) if removed else obj, deletion.response_code(opts, removed))
         raise errors.conflict(rt, info.name, "too many concurrent writes; try again")
