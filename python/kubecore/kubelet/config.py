@@ -12,9 +12,9 @@ Times (seconds) and their upstream names:
 | `relist_period` | the PLEG relist period (1 s; with runtime events 300 s upstream) | 1 |
 | `housekeeping_period` | housekeepingPeriod: orphaned runtime pods are cleaned up | 2 |
 | `max_images` | nodeStatusMaxImages | 50 |
-| `eviction_pressure_transition_period` | evictionPressureTransitionPeriod | 300 |
-| `image_gc_high_threshold_percent` / `low` | imageGCHigh/LowThresholdPercent | 85 / 80 |
-| `image_minimum_gc_age` | imageMinimumGCAge | 120 |
+| `resource_policy.eviction_pressure_transition_period` | evictionPressureTransitionPeriod | 300 |
+| `resource_policy.image_gc_high/low_threshold_percent` | imageGCHigh/LowThresholdPercent | 85 / 80 |
+| `resource_policy.image_minimum_gc_age` | imageMinimumGCAge | 120 |
 
 Capacity comes from flags (`cpu`, `memory`, `pods`, `ephemeral_storage`; hollow and simulated
 nodes) or, for a real node, from the machine (`machine_capacity`: CPUs, MemTotal, the root
@@ -28,6 +28,7 @@ import os
 import platform
 import shutil
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,32 @@ def validate_quantity(value: str, what: str) -> str:
         raise ValueError(f"{what}: {value!r} is not a quantity ({e})") from None
 
 
+@dataclass(frozen=True)
+class ResourcePolicy:
+    """Garbage collection and eviction settings (KubeletConfiguration's evictionHard,
+    evictionPressureTransitionPeriod, imageGCHigh/LowThresholdPercent, imageMinimumGCAge), checked
+    when made. Kept apart from KubeletConfig and shared by default: a config with more than 30
+    attributes loses CPython's key-sharing instance dict and costs a thousand hollow nodes ~1.3 MB."""
+
+    eviction_hard: Mapping[str, str] = field(default_factory=lambda: DEFAULT_EVICTION_HARD)
+    """signal -> threshold ("100Mi", "10%"; "0%" disables a signal)."""
+    eviction_pressure_transition_period: float = 300.0
+    image_gc_high_threshold_percent: int = 85
+    image_gc_low_threshold_percent: int = 80
+    image_minimum_gc_age: float = 120.0
+
+    def __post_init__(self) -> None:
+        parse_thresholds(self.eviction_hard)  # ThresholdError (a ValueError) names the bad one
+        self.image_gc_policy()
+
+    def image_gc_policy(self) -> ImageGCPolicy:
+        return ImageGCPolicy(self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent,
+                             self.image_minimum_gc_age)
+
+
+DEFAULT_RESOURCE_POLICY = ResourcePolicy()
+
+
 @dataclass
 class KubeletConfig:
     node_name: str
@@ -101,12 +128,8 @@ class KubeletConfig:
     kubelet_port: int = KUBELET_PORT
     manage_resources: bool = True
     """Container/image GC and node-pressure eviction (`node_resources.py`); hollow nodes turn it off."""
-    eviction_hard: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_EVICTION_HARD))
-    """--eviction-hard: signal -> threshold ("100Mi", "10%"; "0%" disables a signal)."""
-    eviction_pressure_transition_period: float = 300.0
-    image_gc_high_threshold_percent: int = 85
-    image_gc_low_threshold_percent: int = 80
-    image_minimum_gc_age: float = 120.0
+    resource_policy: ResourcePolicy = field(default_factory=lambda: DEFAULT_RESOURCE_POLICY)
+    """Their settings: one shared default object (see `ResourcePolicy`)."""
 
     def __post_init__(self) -> None:
         if not self.node_name:
@@ -117,8 +140,6 @@ class KubeletConfig:
         if self.pods < 1:
             raise ValueError(f"pods must be at least 1, not {self.pods}")
         self.reserved = {k: validate_quantity(v, f"reserved {k}") for k, v in self.reserved.items()}
-        parse_thresholds(self.eviction_hard)  # ThresholdError (a ValueError) names the bad one
-        ImageGCPolicy(self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent)
 
     @property
     def lease_renew_interval(self) -> float:

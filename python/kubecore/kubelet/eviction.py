@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from kubecore.api import quantity
@@ -60,8 +61,9 @@ IMAGEFS_AVAILABLE = "imagefs.available"
 IMAGEFS_INODES_FREE = "imagefs.inodesFree"
 SIGNALS = (MEMORY_AVAILABLE, NODEFS_AVAILABLE, NODEFS_INODES_FREE, IMAGEFS_AVAILABLE, IMAGEFS_INODES_FREE)
 
-DEFAULT_EVICTION_HARD = {MEMORY_AVAILABLE: "100Mi", NODEFS_AVAILABLE: "10%", NODEFS_INODES_FREE: "5%",
-                         IMAGEFS_AVAILABLE: "15%", IMAGEFS_INODES_FREE: "5%"}
+DEFAULT_EVICTION_HARD: Mapping[str, str] = MappingProxyType({
+    MEMORY_AVAILABLE: "100Mi", NODEFS_AVAILABLE: "10%", NODEFS_INODES_FREE: "5%", IMAGEFS_AVAILABLE: "15%",
+    IMAGEFS_INODES_FREE: "5%"})
 
 MEMORY, EPHEMERAL_STORAGE, INODES = "memory", "ephemeral-storage", "inodes"
 SIGNAL_RESOURCE = {MEMORY_AVAILABLE: MEMORY, NODEFS_AVAILABLE: EPHEMERAL_STORAGE, NODEFS_INODES_FREE: INODES,
@@ -100,7 +102,7 @@ def _float32(x: float) -> float:
     return float(struct.unpack("f", struct.pack("f", x))[0])
 
 
-def parse_thresholds(spec: dict[str, str]) -> list[Threshold]:
+def parse_thresholds(spec: Mapping[str, str]) -> list[Threshold]:
     """--eviction-hard (signal -> "100Mi" or "10%"), in SIGNALS order; "0%" disables a signal."""
     out = []
     for signal, raw in spec.items():

@@ -34,7 +34,7 @@ from kubecore.kubelet.eviction_manager import (
     apply_status,
     rejected_status,
 )
-from kubecore.kubelet.gc import CONTAINER_GC_PERIOD, IMAGE_GC_PERIOD, ContainerGC, ImageGC, ImageGCPolicy
+from kubecore.kubelet.gc import CONTAINER_GC_PERIOD, IMAGE_GC_PERIOD, ContainerGC, ImageGC
 from kubecore.kubelet.node_status import Pressure
 from kubecore.kubelet.sim.runtime import SimRuntime
 from kubecore.kubelet.stats import HostSource, NodeSource, SimSource, StatsProvider
@@ -75,19 +75,17 @@ class NodeResources:
 
     def __init__(self, kubelet: Kubelet, *, source: NodeSource | None = None) -> None:
         self.kubelet = kubelet
-        cfg = kubelet.config
+        policy = kubelet.config.resource_policy
         self.stats = new_stats_provider(kubelet, source=source)
         self.container_gc = ContainerGC(kubelet.runtime, clock=kubelet.clock, content_removable=self._content_removable,
                                         sources_ready=kubelet.host.pods_synced,
                                         runtime_removable=kubelet.workers.is_terminated)
         self.image_gc = ImageGC(kubelet.runtime, clock=kubelet.clock, fs_usage=self._image_fs_usage,
-                                sandbox_image=SANDBOX_IMAGE,
-                                policy=ImageGCPolicy(cfg.image_gc_high_threshold_percent,
-                                                     cfg.image_gc_low_threshold_percent, cfg.image_minimum_gc_age))
+                                sandbox_image=SANDBOX_IMAGE, policy=policy.image_gc_policy())
         self.eviction = EvictionManager(
-            summary=self.stats.summary, clock=kubelet.clock, thresholds=eviction.parse_thresholds(cfg.eviction_hard),
+            summary=self.stats.summary, clock=kubelet.clock, thresholds=eviction.parse_thresholds(policy.eviction_hard),
             active_pods=self._active_pods, evict=self._evict, reclaim=self._reclaim,
-            pressure_transition_period=cfg.eviction_pressure_transition_period, record=kubelet.record,
+            pressure_transition_period=policy.eviction_pressure_transition_period, record=kubelet.record,
             on_conditions_changed=self._conditions_changed,
             node_ref={"kind": "Node", "name": kubelet.name, "uid": kubelet.name})
         self.overrides: dict[str, Obj] = {}

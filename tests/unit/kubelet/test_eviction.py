@@ -10,6 +10,7 @@ import pytest
 
 from kubecore.client.clock import FakeClock
 from kubecore.kubelet import eviction
+from kubecore.kubelet.config import KubeletConfig, ResourcePolicy
 from kubecore.kubelet.eviction import Observation, Threshold, ThresholdError
 from kubecore.kubelet.eviction_manager import EvictionManager, apply_status
 from kubecore.kubelet.stats import SimSource, StatsProvider
@@ -336,3 +337,13 @@ async def test_simulated_disk_usage_over_the_pods_limit_is_evicted() -> None:
                               evict=lambda pod, grace, status: killed.append(status["message"]) is None)
     assert [x["metadata"]["name"] for x in await manager.synchronize()] == ["writer"]
     assert killed == ["Pod ephemeral local storage usage exceeds the total limit of containers 4Mi. "]
+
+
+def test_resource_policy_is_checked_when_made_and_shared_by_default() -> None:
+    with pytest.raises(ThresholdError, match="memory.available"):
+        ResourcePolicy(eviction_hard={"memory.available": "plenty"})
+    with pytest.raises(ValueError, match="image GC thresholds"):
+        ResourcePolicy(image_gc_high_threshold_percent=70, image_gc_low_threshold_percent=80)
+    a, b = KubeletConfig(node_name="a"), KubeletConfig(node_name="b")
+    assert a.resource_policy is b.resource_policy and a.manage_resources
+    assert dict(a.resource_policy.eviction_hard) == eviction.DEFAULT_EVICTION_HARD
