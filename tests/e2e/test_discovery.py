@@ -37,7 +37,7 @@ def test_aggregated_discovery_documents(server: Server) -> None:
     core = json.loads(body)["items"]
     assert len(core) == 1 and core[0]["metadata"] == {"creationTimestamp": None}
     pods = next(r for r in core[0]["versions"][0]["resources"] if r["resource"] == "pods")
-    assert [s["subresource"] for s in pods["subresources"]] == ["binding", "eviction", "status"]
+    assert [s["subresource"] for s in pods["subresources"]] == ["attach", "binding", "eviction", "exec", "log", "portforward", "status"]
 
 
 def test_etag_and_legacy_fallback(server: Server) -> None:

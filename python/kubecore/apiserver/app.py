@@ -17,7 +17,7 @@ from aiohttp.web_urldispatcher import _default_expect_handler
 
 from kubecore.api import errors
 from kubecore.api.registry import Registry, builtin_registry
-from kubecore.apiserver import discovery, discovery_v2, openapi, podstream
+from kubecore.apiserver import discovery, discovery_v2, metricsapi, openapi, podstream
 from kubecore.apiserver.admission import Admission
 from kubecore.apiserver.crd import CRDController
 from kubecore.apiserver.crstore import VersionedObjectStore
@@ -37,6 +37,7 @@ REGISTRY = web.AppKey("registry", Registry)
 ALLOCATORS = web.AppKey("allocators", Allocators)
 FAST_READS = web.AppKey("fast_reads", FastReads)
 CRDS = web.AppKey("crds", CRDController)
+METRICS_API = web.AppKey("metrics_api", metricsapi.MetricsAPI)
 DirectHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 DIRECT: web.AppKey[DirectHandler] = web.AppKey("direct")
 
@@ -154,8 +155,10 @@ class Chain:
 class Router:
     """Non-resource paths (discovery, health, version) and the resource handlers."""
 
-    def __init__(self, registry: Registry, resources: Resources, metrics: Metrics, store: Store) -> None:
+    def __init__(self, registry: Registry, resources: Resources, metrics: Metrics, store: Store, *,
+                 metrics_api: metricsapi.MetricsAPI | None = None) -> None:
         self.registry = registry
+        self.metrics_api = metrics_api
         self.openapi = openapi.OpenAPI(registry)
         self.resources = resources
         self.metrics = metrics
@@ -164,6 +167,8 @@ class Router:
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         info = _info(request)
         if info.is_resource_request:
+            if info.group == metricsapi.GROUP and self.metrics_api is not None:
+                return await self.metrics_api.handle(request, info)
             return await self.resources.handle(request, info)
         if request.method not in ("GET", "HEAD"):
             raise errors.StatusError(405, "MethodNotAllowed", f"{request.method} is not supported on {request.path}")
@@ -213,12 +218,14 @@ def service_allocators(registry: Registry, objects: ObjectStore) -> Allocators:
 
 def build_app(store: Store, *, registry: Registry | None = None, chain: ChainConfig | None = None) -> web.Application:
     registry = registry or builtin_registry()
+    metricsapi.register(registry)
     objects: ObjectStore = VersionedObjectStore(store)  # custom resources: storage version, served version
     allocators = service_allocators(registry, objects)
     resources = Resources(registry, objects, Admission(registry, objects), allocators)
     metrics = Metrics()
     the_chain = Chain(chain or ChainConfig(), metrics)
-    router = Router(registry, resources, metrics, store)
+    metrics_api = metricsapi.MetricsAPI(registry, objects)
+    router = Router(registry, resources, metrics, store, metrics_api=metrics_api)
     app = web.Application(client_max_size=4 * 1024 * 1024, middlewares=[web.middleware(the_chain)])
     app.router.add_route("*", "/{tail:.*}", router)
     app[DIRECT] = _direct_handler(the_chain, router)
@@ -227,6 +234,7 @@ def build_app(store: Store, *, registry: Registry | None = None, chain: ChainCon
     app[ALLOCATORS] = allocators
     app[FAST_READS] = FastReads(registry, store, metrics)
     app[CRDS] = CRDController(registry, objects)
+    app[METRICS_API] = metrics_api
     app.on_startup.append(_start_crds)
     app.on_cleanup.append(_stop_crds)
     return app
@@ -254,7 +262,9 @@ async def _start_crds(app: web.Application) -> None:
 
 async def _stop_crds(app: web.Application) -> None:
     await app[CRDS].stop()
+    await app[METRICS_API].close()
 
 
 
-__all__ = ["ALLOCATORS", "CRDS", "DIRECT", "FAST_READS", "OBJECTS", "REGISTRY", "ChainConfig", "build_app"]
+__all__ = ["ALLOCATORS", "CRDS", "DIRECT", "FAST_READS", "METRICS_API", "OBJECTS", "REGISTRY", "ChainConfig",
+           "build_app"]

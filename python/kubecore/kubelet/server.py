@@ -18,10 +18,16 @@ API server has no certificates yet), so bind it to loopback or a trusted node ad
 | --- | --- |
 | `GET /healthz` | `ok` |
 | `GET /pods` | the PodList of the pods bound to this process's nodes |
+| `GET /stats/summary[?only_cpu_and_memory=true]` | the node's stats Summary (`stats.py`, `resource_metrics.py`) |
+| `GET /metrics/resource` | the node's resource metrics, Prometheus text (`resource_metrics.py`) |
 | `GET /containerLogs/{ns}/{pod}/{container}` | the log (`crilog.py`), chunked; `follow`: until the container ends |
 | `GET, POST /exec/{ns}/{pod}[/{uid}]/{container}?command=..&output=1` | the runtime's Exec URL, passed through |
 | `GET, POST /attach/{ns}/{pod}[/{uid}]/{container}?input=1&output=1&...` | the same with Attach |
 | `GET, POST /portForward/{ns}/{pod}[/{uid}]` | the same with PortForward (ports are chosen in the stream) |
+
+The two stats paths are per node: a server of one node answers for it; a server of several
+(hollow nodes) needs `?node=<name>` (400 without it, 404 for a node it does not serve). The API
+server's metrics scraper always sends it; a real kubelet ignores the parameter.
 
 Errors are upstream's: plain-text bodies (the API server passes them on to kubectl), 404 `pod
 "p" does not exist` / `container "c" not found in pod "p"`, 400 for a container whose state has
@@ -42,7 +48,7 @@ from aiohttp import web
 
 from kubecore.api.podlogoptions import LogOptions, LogOptionsError
 from kubecore.client.upgrade import Target, UpgradeError, proxy_upgrade
-from kubecore.kubelet import cri, crilog, podutil
+from kubecore.kubelet import cri, crilog, node_resources, podutil, resource_metrics
 from kubecore.kubelet.config import KUBELET_PORT
 from kubecore.kubelet.status_gen import raw_container_id
 
@@ -143,6 +149,8 @@ class KubeletServer:
         r = app.router
         r.add_get("/healthz", self.healthz)
         r.add_get("/pods", self.pods)
+        r.add_get("/stats/summary", self.stats_summary)
+        r.add_get("/metrics/resource", self.resource_metrics)
         r.add_get("/containerLogs/{namespace}/{pod}/{container}", self.container_logs)
         for verb, handler in (("exec", self.exec), ("attach", self.attach)):
             for path in (f"/{verb}/{{namespace}}/{{pod}}/{{container}}",
@@ -197,6 +205,47 @@ class KubeletServer:
                     items.append(pod)
         body = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}
         return web.Response(body=_encode(body), content_type="application/json")
+
+    def _stats_kubelet(self, request: web.Request) -> Kubelet:
+        """The kubelet a stats request is about (see the module docstring)."""
+        name = request.query.get("node", "")
+        kubelets = self.host.kubelets
+        if name:
+            kubelet = kubelets.get(name)
+            if kubelet is None:
+                raise LogError(404, f'node "{name}" is not served here')
+            return kubelet
+        if len(kubelets) != 1:
+            raise LogError(400, f"this server serves {len(kubelets)} nodes: name one with ?node=<name>")
+        return next(iter(kubelets.values()))
+
+    async def stats_summary(self, request: web.Request) -> web.Response:
+        only = request.query.get("only_cpu_and_memory", "") in ("1", "t", "T", "true", "TRUE", "True")
+        try:
+            kubelet = self._stats_kubelet(request)
+            summary = await node_resources.stats_provider(kubelet).summary()
+        except LogError as e:
+            return _text(e.status, str(e))
+        except cri.CriError as e:
+            return _text(500, f"Internal Error: failed to get stats: {e}")
+        body = resource_metrics.cpu_and_memory(summary) if only else summary
+        return web.Response(body=_encode(body), content_type="application/json")
+
+    async def resource_metrics(self, request: web.Request) -> web.Response:
+        try:
+            kubelet = self._stats_kubelet(request)
+        except LogError as e:
+            return _text(e.status, str(e))
+        before = kubelet.clock.now()
+        summary: Obj | None
+        try:
+            summary = await node_resources.stats_provider(kubelet).summary()
+        except cri.CriError as e:
+            log.warning("resource metrics of node %s: %s", kubelet.name, e)
+            summary = None
+        at = (before + kubelet.clock.now()) / 2  # when the figures were read, near enough
+        return web.Response(text=resource_metrics.render(summary, at=at),
+                            content_type="text/plain", charset="utf-8", headers={"X-Content-Type-Options": "nosniff"})
 
     async def container_logs(self, request: web.Request) -> web.StreamResponse:
         ns, name, container = (request.match_info[k] for k in ("namespace", "pod", "container"))
