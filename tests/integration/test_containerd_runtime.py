@@ -227,6 +227,33 @@ async def test_memory_limit_oom_killed(node: Node, rt: ContainerdRuntime) -> Non
     await rt.remove_pod_sandbox(sid)
 
 
+async def test_security_context_user_group_read_only_root_and_capabilities(node: Node, rt: ContainerdRuntime) -> None:
+    """The kubelet's security context reaches the process: uid/gid, a read-only root file
+    system, a dropped capability (chown as root fails without CAP_CHOWN)."""
+    from kubecore.kubelet.securitycontext import linux_security_context
+
+    pod = {"metadata": {"name": "sc"}, "spec": {"securityContext": {"runAsUser": 1000, "runAsGroup": 3000}}}
+    sandbox = sandbox_config(node, "sc")
+    sid = await rt.run_pod_sandbox(sandbox)
+    config = container_config("who", "id -u; id -g; touch /x 2>/dev/null && echo writable || echo read-only; sleep 30")
+    assert config.linux is not None
+    config.linux.security_context = linux_security_context(pod, {"name": "who", "securityContext": {
+        "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False}})
+    cid = await run_container(rt, sid, sandbox, config)
+    lines = await wait_log(node.logs / "uid-sc" / "who" / "0.log", 3)
+    assert [line.split(" ", 3)[3] for line in lines[:3]] == ["1000", "3000", "read-only"]
+    root = container_config("root", "sleep 30")
+    assert root.linux is not None
+    root.linux.security_context = linux_security_context(
+        {"metadata": {"name": "sc"}, "spec": {}}, {"name": "root", "securityContext": {"capabilities": {"drop": ["CHOWN"]}}})
+    rid = await run_container(rt, sid, sandbox, root)
+    chown = await rt.exec_sync(rid, ["chown", "1:1", "/tmp"], 10)
+    assert chown.exit_code != 0 and b"Operation not permitted" in chown.stderr
+    ok = await rt.exec_sync(cid, ["id", "-u"], 10)
+    assert ok.stdout.strip() == b"1000"
+    await rt.remove_pod_sandbox(sid)
+
+
 async def test_pods_reach_each_other(node: Node, rt: ContainerdRuntime) -> None:
     pods = []
     for name in ("ping-a", "ping-b"):

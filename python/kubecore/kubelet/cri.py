@@ -245,14 +245,22 @@ class LinuxContainerResources(msgspec.Struct, kw_only=True, gc=False):
     oom_score_adj: int = 0
 
 
+class Capability(msgspec.Struct, kw_only=True, gc=False):
+    add_capabilities: list[str] = msgspec.field(default_factory=list)
+    drop_capabilities: list[str] = msgspec.field(default_factory=list)
+
+
 class LinuxContainerSecurityContext(msgspec.Struct, kw_only=True, gc=False):
     """The part of the proto's security context a runtime needs to place and run the process;
-    `run_as_user` None means the image's user."""
+    `run_as_user` / `run_as_group` None mean the image's."""
 
+    capabilities: Capability | None = None
     namespace_options: NamespaceOption = msgspec.field(default_factory=NamespaceOption)
     privileged: bool = False
     run_as_user: int | None = None
+    run_as_group: int | None = None
     readonly_rootfs: bool = False
+    no_new_privs: bool = False
 
 
 class LinuxContainerConfig(msgspec.Struct, kw_only=True, gc=False):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecore.kubelet import cri, downward, envvars, podutil
+from kubecore.kubelet import cri, downward, envvars, podutil, securitycontext
 
 Obj = dict[str, Any]
 
@@ -125,4 +125,5 @@ def container_config(pod: Obj, container: Obj, *, restart_count: int, image_ref:
         envs=[cri.KeyValue(key=k, value=v) for k, v in env.items()], mounts=list(mounts or []),
         labels=labels, annotations=annotations, log_path=f"{name}/{restart_count}.log",
         stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")), tty=bool(container.get("tty")),
-        linux=cri.LinuxContainerConfig(resources=linux_resources(container)))
+        linux=cri.LinuxContainerConfig(resources=linux_resources(container),
+                                       security_context=securitycontext.linux_security_context(pod, container)))

@@ -50,6 +50,7 @@ from kubecore.kubelet import cri, podutil, runtime_config
 from kubecore.kubelet.actions import KillInfo, PodActions, ProbeResults, compute_pod_actions
 from kubecore.kubelet.backoff import Backoff, ReasonCache
 from kubecore.kubelet.envvars import EnvContext, EnvError, make_env
+from kubecore.kubelet.securitycontext import SecurityContextError
 from kubecore.kubelet.handlers import Handlers, Target
 from kubecore.kubelet.objects import NoObjects
 from kubecore.kubelet.runtime_status import ContainerView, PodRuntimeStatus
@@ -314,7 +315,7 @@ class RuntimeManager:
         try:
             config = await self.container_config(pod, container, restart_count=restart_count, image_ref=image_ref,
                                                   pod_ips=pod_ips if pod_ips is not None else rs.ips)
-        except (EnvError, MountError) as e:
+        except (EnvError, MountError, SecurityContextError) as e:
             self.record(ref, "Warning", "Failed", f"Error: {e}")
             return CREATE_CONTAINER_CONFIG_ERROR, str(e), WORKER_BACKOFF_PERIOD
         try:
@@ -342,7 +343,7 @@ class RuntimeManager:
     async def container_config(self, pod: Obj, container: Obj, *, restart_count: int, image_ref: str,
                                pod_ips: list[str]) -> cri.ContainerConfig:
         """generateContainerConfig: env (API reads), mounts (the volume manager), then the config;
-        EnvError / MountError when the container cannot be configured."""
+        EnvError / MountError / SecurityContextError when the container cannot be configured."""
         env = await make_env(pod, container, self.env, pod_ips=pod_ips)
         ips = self.host_ips if podutil.is_host_network(pod) else pod_ips
         mounts = self.volumes.container_mounts(pod, container, env, pod_ips=ips) if self.volumes is not None else []

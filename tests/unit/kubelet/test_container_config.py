@@ -69,3 +69,35 @@ async def test_a_missing_key_is_create_container_config_error(tmp_path: Path) ->
     assert cached is not None and cached.reason == "CreateContainerConfigError"
     assert ("Warning", "Failed", "Error: couldn't find key nope in Secret default/creds") in node.events.items
     assert node.configs == [] and result.retry_after is not None
+
+
+def test_security_context_merges_pod_and_container_and_refuses_root_for_non_root() -> None:
+    import pytest
+
+    from kubecore.kubelet.securitycontext import SecurityContextError, linux_security_context
+
+    pod = make_pod()
+    pod["spec"].update({"securityContext": {"runAsUser": 1000, "runAsGroup": 2000}, "hostNetwork": True,
+                        "shareProcessNamespace": True})
+    c = container("app")
+    c["securityContext"] = {"runAsUser": 1001, "readOnlyRootFilesystem": True, "privileged": False,
+                            "allowPrivilegeEscalation": False, "capabilities": {"add": ["NET_ADMIN"], "drop": ["ALL"]}}
+    sc = linux_security_context(pod, c)
+    assert (sc.run_as_user, sc.run_as_group, sc.readonly_rootfs, sc.no_new_privs) == (1001, 2000, True, True)
+    assert sc.capabilities == cri.Capability(add_capabilities=["NET_ADMIN"], drop_capabilities=["ALL"])
+    assert (sc.namespace_options.network, sc.namespace_options.pid, sc.namespace_options.ipc) == (
+        cri.NamespaceMode.NODE, cri.NamespaceMode.POD, cri.NamespaceMode.POD)
+    plain = linux_security_context(make_pod(), container("app"))
+    assert (plain.run_as_user, plain.capabilities, plain.no_new_privs) == (None, None, False)
+    assert plain.namespace_options.pid == cri.NamespaceMode.CONTAINER
+    strict = make_pod()
+    strict["spec"]["securityContext"] = {"runAsNonRoot": True}
+    with pytest.raises(SecurityContextError, match="container has runAsNonRoot and image will run as root"):
+        linux_security_context(strict, container("app"))
+    as_root = container("app")
+    as_root["securityContext"] = {"runAsUser": 0}
+    with pytest.raises(SecurityContextError, match="container's runAsUser breaks non-root policy"):
+        linux_security_context(strict, as_root)
+    fine = container("app")
+    fine["securityContext"] = {"runAsUser": 1000}
+    assert linux_security_context(strict, fine).run_as_user == 1000
