@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kubecore.kubelet import eviction, podutil, runtime_config
+from kubecore.kubelet import admission, eviction, podutil, runtime_config
 from kubecore.kubelet.eviction_manager import (
     MONITORING_PERIOD,
     EvictionManager,
@@ -167,7 +167,19 @@ class NodeResources:
         return self.eviction.pressure()
 
     def admit(self, pod: Obj) -> eviction.AdmitResult:
-        return self.eviction.admit(pod)
+        """Upstream's admit handlers in their order: eviction (pressure), then predicates."""
+        result = self.eviction.admit(pod)
+        if not result.admit:
+            return result
+        k = self.kubelet
+        uid = podutil.uid_of(pod)
+        others = [p for p in self._active_pods() if podutil.uid_of(p) != uid]
+        node = k.host.node(k.name)
+        if node is None:  # not registered yet: what can be checked without the Node object
+            node = {"metadata": {"name": k.name, "labels": {}}, "spec": {}}
+            if podutil.spec(pod).get("nodeSelector") or podutil.spec(pod).get("affinity"):
+                return eviction.AdmitResult(True)
+        return admission.predicate_admit(pod, node=node, other_pods=others, allocatable=k.config.allocatable())
 
     def reject(self, pod: Obj, result: eviction.AdmitResult) -> None:
         self.overrides[podutil.uid_of(pod)] = rejected_status(result)
