@@ -32,6 +32,7 @@ class Nominator:
         self._node_of: dict[str, str] = {}
         self._raw: dict[str, bytes] = {}
         """key -> the nominated pod's JSON for the kernels, encoded once per pod version."""
+        self._priority: dict[str, int] = {}
 
     def add(self, pod: Obj, info: NominatingInfo | None = None) -> None:
         key = pod_key(pod)
@@ -45,6 +46,7 @@ class Nominator:
         self._by_node.setdefault(node, {})[key] = pod
         self._node_of[key] = node
         self._raw.pop(key, None)
+        self._priority[key] = pod_priority(pod)
 
     def update(self, old: Obj, new: Obj) -> None:
         """Keep a nomination across a pod update unless the update carries one itself."""
@@ -55,10 +57,12 @@ class Nominator:
             return
         self._by_node[node][key] = new
         self._raw.pop(key, None)
+        self._priority[key] = pod_priority(new)
 
     def delete(self, key: str) -> None:
         node = self._node_of.pop(key, None)
         self._raw.pop(key, None)
+        self._priority.pop(key, None)
         if node is None:
             return
         pods = self._by_node[node]
@@ -74,8 +78,9 @@ class Nominator:
 
     def higher_or_equal(self, priority: int, *, exclude: str) -> list[tuple[str, Obj, str]]:
         """(key, pod, node) of nominated pods with priority >= `priority`, except `exclude`."""
+        prio = self._priority
         return [(k, p, n) for n, pods in self._by_node.items() for k, p in pods.items()
-                if k != exclude and pod_priority(p) >= priority]
+                if k != exclude and prio[k] >= priority]
 
     def higher_or_equal_raw(self, priority: int, *, exclude: str) -> list[tuple[str, bytes, str]]:
         """`higher_or_equal` with each pod as JSON bytes (cached until the nomination changes)."""

@@ -196,8 +196,7 @@ class DefaultPreemption:
         fw = self.handle.framework
         raw = msgspec.json.encode(pod)
         pdbs = self.handle.services.list_pdbs() if self.handle.services.list_pdbs else []
-        nominated = [(k, msgspec.json.encode(p), n) for k, p, n in
-                     self.handle.nominator.higher_or_equal(prio, exclude=pod_key(pod))]
+        nominated = self.handle.nominator.higher_or_equal_raw(prio, exclude=pod_key(pod))
         good: list[Candidate] = []
         violating: list[Candidate] = []
         classified = 0
