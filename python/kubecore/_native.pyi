@@ -527,6 +527,13 @@ class NativeSchedSnapshot:
         counts it when it arrives."""
 
     def remove_pod(self, key: str) -> bool: ...
+    def add_pods_cached(self, pods: list[tuple[str, bytes, str]]) -> list[str]:
+        """Add (key, pod JSON, node) triples in one call, reusing the parse of bytes seen before
+        under the same key; the keys added (pods that do not parse are skipped)."""
+
+    def remove_pods(self, keys: list[str]) -> int:
+        """Remove many pods; how many were there."""
+
     def node_count(self) -> int: ...
     def pod_count(self) -> int: ...
     def node_names(self) -> list[str]:

@@ -56,6 +56,8 @@ class NativeSnapshot(Protocol):
     def remove_node(self, name: str) -> bool: ...
     def add_pod(self, key: str, pod_json: bytes, node: str) -> None: ...
     def remove_pod(self, key: str) -> bool: ...
+    def add_pods_cached(self, pods: list[tuple[str, bytes, str]]) -> list[str]: ...
+    def remove_pods(self, keys: list[str]) -> int: ...
     def node_count(self) -> int: ...
     def pod_count(self) -> int: ...
     def node_names(self) -> list[str]: ...
@@ -247,13 +249,9 @@ class NativeKernels:
         """Count nominated pods (key, json, node) on their nodes while the block runs."""
         added: list[str] = []
         try:
-            for key, raw, node in pods:
-                try:
-                    self.snapshot.add_pod(key, raw, node)
-                except KeyError:
-                    continue
-                added.append(key)
+            if pods:
+                added = self.snapshot.add_pods_cached(list(pods))
             yield
         finally:
-            for key in added:
-                self.snapshot.remove_pod(key)
+            if added:
+                self.snapshot.remove_pods(added)

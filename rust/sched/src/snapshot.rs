@@ -59,7 +59,13 @@ pub struct Snapshot {
     /// Where the next cycle starts in `order` (upstream's nextStartNodeIndex).
     pub(crate) next_start: usize,
     pub(crate) rng: Rng,
+    /// Parsed pods of `add_pods_cached`, by key, with the bytes they came from: the scheduler's
+    /// nominated pods are added for one cycle and removed after it, again and again.
+    parse_cache: HashMap<String, (Vec<u8>, ParsedPod)>,
 }
+
+/// `parse_cache` is emptied when it would grow past this many pods.
+const PARSE_CACHE_MAX: usize = 4096;
 
 impl Snapshot {
     pub fn new(seed: u64) -> Snapshot {
@@ -80,6 +86,7 @@ impl Snapshot {
             affinity_pods: BTreeSet::new(),
             next_start: 0,
             rng: Rng::new(seed),
+            parse_cache: HashMap::new(),
         }
     }
 
@@ -223,6 +230,26 @@ impl Snapshot {
         let pod = ParsedPod::from_json(json)?;
         self.add_pod(key, &pod, node);
         Ok(())
+    }
+
+    /// `add_pod_json` for many pods, parsing only bytes not seen before under the same key (see
+    /// `parse_cache`). Returns the keys added; a pod that does not parse is skipped.
+    pub fn add_pods_cached(&mut self, pods: &[(&str, &[u8], &str)]) -> Vec<String> {
+        let mut added = Vec::with_capacity(pods.len());
+        for &(key, json, node) in pods {
+            let parsed = match self.parse_cache.remove(key) {
+                Some((bytes, pod)) if bytes == json => Some((bytes, pod)),
+                _ => ParsedPod::from_json(json).ok().map(|pod| (json.to_vec(), pod)),
+            };
+            let Some((bytes, pod)) = parsed else { continue };
+            self.add_pod(key, &pod, node);
+            if self.parse_cache.len() >= PARSE_CACHE_MAX {
+                self.parse_cache.clear();
+            }
+            self.parse_cache.insert(key.to_string(), (bytes, pod));
+            added.push(key.to_string());
+        }
+        added
     }
 
     /// Counts `pod` on `node` under `key` (replacing an earlier pod of the same key).

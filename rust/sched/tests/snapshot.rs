@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use kubecore_sched::Snapshot;
 use serde_json::json;
 
 #[test]
@@ -66,4 +67,23 @@ fn bad_nodes_are_errors() {
     assert_eq!(s.node_count(), 0);
     assert!(s.add_pod_json("default/p", b"{", "n").is_err());
     assert_eq!(s.pod_count(), 0);
+}
+
+/// The batch path the scheduler uses for nominated pods: the same bytes again reuse the parse,
+/// changed bytes under the same key are parsed again, bad JSON is skipped.
+#[test]
+fn add_pods_cached_reparses_changed_bytes() {
+    let mut s = snapshot(&[node("n1", "4", "8Gi", 110)]);
+    let small = bytes(&pod("p", "500m", "1Gi"));
+    let big = bytes(&pod("p", "2", "1Gi"));
+    let cpu = |s: &Snapshot| res(&s.requested("n1").unwrap(), "cpu");
+    assert_eq!(s.add_pods_cached(&[("default/p", &small, "n1"), ("default/bad", b"{", "n1")]), vec!["default/p"]);
+    assert_eq!(cpu(&s), 500);
+    assert!(s.remove_pod("default/p"));
+    assert_eq!(cpu(&s), 0);
+    assert_eq!(s.add_pods_cached(&[("default/p", &small, "n1")]), vec!["default/p"]);
+    assert_eq!(cpu(&s), 500);
+    s.remove_pod("default/p");
+    s.add_pods_cached(&[("default/p", &big, "n1")]);
+    assert_eq!(cpu(&s), 2000, "changed bytes under the same key are parsed again");
 }
