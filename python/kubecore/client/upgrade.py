@@ -15,6 +15,10 @@ What it does with an aiohttp request:
 
 Errors before anything was sent to the client raise `UpgradeError` (the caller answers them in
 its own format). Nothing here is specific to Kubernetes.
+
+`dial_upgrade(target, protocol=..., headers=...)` is the client half alone, for a caller that
+speaks the new protocol itself (`kubelet/streamtranslate.py` opens SPDY/3.1 to a runtime): the
+upgraded connection on 101, `UpgradeRefused` carrying the target's answer otherwise.
 """
 
 from __future__ import annotations
@@ -107,25 +111,73 @@ async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]
     return bytes(out)
 
 
-async def proxy_upgrade(request: web.Request, target: Target) -> web.StreamResponse:
-    """Pass `request` through to `target` (see the module docstring)."""
-    body = await request.read() if request.can_read_body else b""
+async def _exchange(target: Target, head: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter,
+                                                             tuple[int, str, list[tuple[str, str]]]]:
+    """Connect, send a request head (and body) and read the response head."""
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(target.host, target.port), CONNECT_TIMEOUT)
     except (OSError, asyncio.TimeoutError) as e:
         raise UpgradeError(f"dial tcp {target.host}:{target.port}: {e or 'timed out'}") from None
     try:
-        writer.write(_request_head(request, target, body) + body)
+        writer.write(head)
         try:
             raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, OSError) as e:
             raise UpgradeError(f"no response from {target.host}:{target.port}: {e!r}") from None
-        status, reason, headers = _parse_head(raw)
+        return reader, writer, _parse_head(raw)
+    except BaseException:
+        writer.close()
+        raise
+
+
+async def _refusal(reader: asyncio.StreamReader, status: int, headers: list[tuple[str, str]]) -> web.Response:
+    """A target's non-101 answer, as a response for the client."""
+    data = await _read_body(reader, headers)
+    ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
+    return web.Response(status=status, body=data, headers={"Content-Type": ctype})
+
+
+async def proxy_upgrade(request: web.Request, target: Target) -> web.StreamResponse:
+    """Pass `request` through to `target` (see the module docstring)."""
+    body = await request.read() if request.can_read_body else b""
+    reader, writer, (status, reason, headers) = await _exchange(target, _request_head(request, target, body) + body)
+    try:
         if status != 101:
-            data = await _read_body(reader, headers)
-            ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
-            return web.Response(status=status, body=data, headers={"Content-Type": ctype})
+            return await _refusal(reader, status, headers)
         return await _relay(request, reader, writer, status=status, reason=reason, headers=headers)
+    finally:
+        writer.close()
+
+
+@dataclass(frozen=True)
+class Upgraded:
+    """A connection the target switched to another protocol: raw bytes from here on."""
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    headers: list[tuple[str, str]]
+
+    def header(self, name: str) -> str:
+        return next((v for k, v in self.headers if k.lower() == name.lower()), "")
+
+
+class UpgradeRefused(Exception):
+    """The target answered without switching protocols; `response` is that answer for the client."""
+
+    def __init__(self, response: web.Response) -> None:
+        super().__init__(f"the target answered {response.status}")
+        self.response = response
+
+
+async def dial_upgrade(target: Target, *, protocol: str, headers: list[tuple[str, str]]) -> Upgraded:
+    """POST to `target` asking to switch to `protocol` (e.g. SPDY/3.1) with extra `headers`; the
+    caller closes the writer. UpgradeError when unreachable, UpgradeRefused when not 101."""
+    lines = [f"POST {target.path} HTTP/1.1", f"Host: {target.host}:{target.port}", "Connection: Upgrade",
+             f"Upgrade: {protocol}", "Content-Length: 0", *(f"{k}: {v}" for k, v in headers)]
+    reader, writer, (status, _, answered) = await _exchange(target, ("\r\n".join(lines) + "\r\n\r\n").encode())
+    if status == 101:
+        return Upgraded(reader, writer, answered)
+    try:
+        raise UpgradeRefused(await _refusal(reader, status, answered))
     finally:
         writer.close()
 

@@ -25,6 +25,11 @@ API server has no certificates yet), so bind it to loopback or a trusted node ad
 | `GET, POST /attach/{ns}/{pod}[/{uid}]/{container}?input=1&output=1&...` | the same with Attach |
 | `GET, POST /portForward/{ns}/{pod}[/{uid}]` | the same with PortForward (ports are chosen in the stream) |
 
+A runtime whose streaming server lacks current kubectl's websocket protocols (containerd's:
+`streaming_needs_translation`) has them answered here instead of passed through: websocket
+`v5.channel.k8s.io` exec/attach over SPDY, tunneled `SPDY/3.1+portforward.k8s.io` port-forward
+(`streamtranslate.py`).
+
 The two stats paths are per node: a server of one node answers for it; a server of several
 (hollow nodes) needs `?node=<name>` (400 without it, 404 for a node it does not serve). The API
 server's metrics scraper always sends it; a real kubelet ignores the parameter.
@@ -47,8 +52,9 @@ import msgspec
 from aiohttp import web
 
 from kubecore.api.podlogoptions import LogOptions, LogOptionsError
+from kubecore.client.spdy_session import SpdyStreamError
 from kubecore.client.upgrade import Target, UpgradeError, proxy_upgrade
-from kubecore.kubelet import cri, crilog, node_resources, podutil, resource_metrics
+from kubecore.kubelet import cri, crilog, node_resources, podutil, resource_metrics, streamtranslate
 from kubecore.kubelet.config import KUBELET_PORT
 from kubecore.kubelet.status_gen import raw_container_id
 
@@ -327,9 +333,17 @@ class KubeletServer:
         parts = urlsplit(url)
         target = Target(parts.hostname or "127.0.0.1", parts.port or 80,
                         parts.path + (f"?{parts.query}" if parts.query else ""))
+        translation = streamtranslate.translation_for(request, kind)
+        if not getattr(kubelet.runtime, "streaming_needs_translation", False):
+            translation = None
         try:
+            if translation == streamtranslate.TUNNEL:
+                return await streamtranslate.tunnel_port_forward(request, target)
+            if translation is not None:
+                streams = streamtranslate.ExecStreams(*stream_flags(request.query))
+                return await streamtranslate.translate_exec(request, target, streams)
             return await proxy_upgrade(request, target)
-        except UpgradeError as e:
+        except (UpgradeError, streamtranslate.TranslateError, SpdyStreamError) as e:
             return _text(502, f"error dialing the runtime's streaming server: {e}")
 
     async def _stream_url(self, request: web.Request, kind: str, kubelet: Kubelet, pod: Obj) -> str:

@@ -67,6 +67,11 @@ def pack_ports(ports: list[int]) -> bytes:
 class StreamingCalls:
     """Exec, Attach and PortForward (see the module docstring)."""
 
+    streaming_needs_translation = True
+    """containerd 1.6/1.7's streaming server (Kubernetes <1.29 libraries) speaks SPDY and the old
+    websocket protocols but not websocket `v5.channel.k8s.io` nor tunneled port-forward: the
+    kubelet server answers those (`kubelet/streamtranslate.py`)."""
+
     async def _rt(self, name: str, request: msgspec.Struct, response: type[R], *, extra_timeout: float = 0.0) -> R:
         raise NotImplementedError  # ContainerdRuntime's
 
