@@ -9,22 +9,13 @@ asserts on elapsed time."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from kubecore.api import quantity
-from kubecore.client.errors import NotFound
-from kubecore.kubelet.containerd import daemon
-from tests.integration.cluster import env, free_port, stop
-from tests.integration.inprocess import eventually, new_client, run_kubectl, write_kubeconfig
-from tests.integration.test_kubelet_containerd import condition, machine_can_run_containerd
-from tests.integration.test_kubelet_containerd_streaming import remove_pods
+from tests.integration.inprocess import eventually, run_kubectl
+from tests.integration.test_kubelet_containerd import machine_can_run_containerd
+from tests.integration.test_kubelet_containerd_streaming import containerd_node
 
 __all__ = ["machine_can_run_containerd"]  # the module's autouse fixture: root and the packages, or a failure
 
@@ -40,30 +31,8 @@ def _pod(name: str, node: str, script: str) -> Obj:
 
 
 async def test_kubectl_top_shows_a_busy_container_burning_cpu(server_url: str, tmp_path: Path) -> None:
-    kubeconfig = write_kubeconfig(tmp_path, server_url)
-    name, ns = f"ctrm-{uuid.uuid4().hex[:6]}", f"km-{uuid.uuid4().hex[:8]}"
-    root = tmp_path / "root"
-    cidr = f"10.226.{os.getpid() % 250}.0/24"
-    log_path = tmp_path / "kubelet.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kubecore.cli.main", "kubelet", "--kubeconfig", str(kubeconfig), "--node-name", name,
-             "--runtime", "containerd", "--root-dir", str(root), "--pod-cidr", cidr, "--node-ip", "127.0.0.1",
-             "--address", "127.0.0.1", "--port", str(free_port()), "--node-status-update-frequency", "1s"],
-            env=env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    rest = new_client(server_url)
-    try:
-        async def node_ready() -> bool:
-            if proc.poll() is not None:
-                pytest.fail(f"the kubelet exited {proc.returncode}: {log_path.read_text()[-3000:]}")
-            try:
-                return condition(await rest.get_json(f"/api/v1/nodes/{name}"), "Ready").get("status") == "True"
-            except NotFound:
-                return False
-
-        await eventually(node_ready, "the containerd node Ready", timeout=WAIT_S)
-        await rest.send_json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                            "metadata": {"name": ns}})
+    async with containerd_node(server_url, tmp_path, prefix="ctrm") as node:
+        kubeconfig, name, ns, rest = node.kubeconfig, node.name, node.ns, node.rest
         await rest.send_json("POST", f"/api/v1/namespaces/{ns}/pods", _pod("busy", name, "while :; do :; done"))
         await rest.send_json("POST", f"/api/v1/namespaces/{ns}/pods", _pod("idle", name, "sleep 3600"))
 
@@ -86,9 +55,3 @@ async def test_kubectl_top_shows_a_busy_container_burning_cpu(server_url: str, t
         assert code == 0, err
         cpu = out.split()[1]
         assert out.split()[0] == name and quantity.parse(cpu).nanos >= 100_000_000, out
-    finally:
-        await remove_pods(rest, ns)
-        stop(proc)
-        await rest.close()
-        subprocess.run(["ip", "link", "del", daemon.bridge_name(str(root.absolute()))], capture_output=True,
-                       check=False)
