@@ -239,18 +239,23 @@ async def _serve_one(rest: Any, config: Any, *, node_ip: str, address: str) -> i
         sim_kubelet(host, config, node_ip=node_ip, log_root=str(Path(config.root_dir) / "pod-logs"))
         _say(f"kubelet for node {config.node_name} (runtime sim, InternalIP {node_ip}, volumes in "
              f"{config.root_dir}) starting")
-        server = None
-        try:
-            await host.start(progress=_say)
-            server = await _kubelet_server(host, address=address, port=config.kubelet_port)
-            settle_heap()
-            _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
-            await asyncio.Event().wait()
-        finally:
-            if server is not None:
-                await server.stop()
-            await host.stop()
+        await _run_node(host, config, address=address)
     return 0
+
+
+async def _run_node(host: Any, config: Any, *, address: str) -> None:
+    """Start the node and its server, say so, and run until cancelled; then stop both."""
+    server = None
+    try:
+        await host.start(progress=_say)
+        server = await _kubelet_server(host, address=address, port=config.kubelet_port)
+        settle_heap()
+        _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
+        await asyncio.Event().wait()
+    finally:
+        if server is not None:
+            await server.stop()
+        await host.stop()
 
 
 async def _serve_containerd(rest: Any, config: Any, *, node_ip: str, state_dir: str, address: str) -> int:
@@ -274,16 +279,9 @@ async def _serve_containerd(rest: Any, config: Any, *, node_ip: str, state_dir: 
             return _fail(f"containerd did not start: {e}")
         _say(f"kubelet for node {config.node_name} (runtime containerd, InternalIP {node_ip}, "
              f"volumes in {config.root_dir}) starting")
-        server = None
         try:
-            await host.start(progress=_say)
-            server = await _kubelet_server(host, address=address, port=config.kubelet_port)
-            _say(f"node {config.node_name} is registered and ready; Ctrl-C stops")
-            await asyncio.Event().wait()
+            await _run_node(host, config, address=address)
         finally:
-            if server is not None:
-                await server.stop()
-            await host.stop()
             await node.stop()
     return 0
 
