@@ -201,6 +201,19 @@ class PodLoad:
         await asyncio.gather(*tasks)
         return time.perf_counter() - began
 
+    async def run(self, *, timeout: float) -> float:
+        """Watch the pods from now on, create them all at the rate, and wait up to `timeout` s for
+        every one to be Running; returns the seconds the creates took."""
+        listed = (await self.rest.get_json(f"/api/v1/namespaces/{NS}/pods", params={"limit": 1}))["metadata"]
+        watcher = asyncio.ensure_future(self.watch(listed["resourceVersion"]))
+        create_s = await self.create()
+        try:
+            await asyncio.wait_for(asyncio.shield(watcher), timeout=timeout)
+        except asyncio.TimeoutError:
+            log(f"only {len(self.latency)}/{self.total} pods Running after {timeout:.0f}s")
+        watcher.cancel()
+        return create_s
+
     async def watch(self, resource_version: str) -> None:
         path = f"/api/v1/namespaces/{NS}/pods"
         rv = resource_version
@@ -250,17 +263,10 @@ async def run(args: argparse.Namespace, server: Server, workdir: Path) -> dict[s
 
         total = args.nodes * args.pods_per_node
         load = PodLoad(rest, nodes=args.nodes, total=total, rate=args.rate)
-        listed = (await rest.get_json(f"/api/v1/namespaces/{NS}/pods", params={"limit": 1}))["metadata"]
-        watcher = asyncio.ensure_future(load.watch(listed["resourceVersion"]))
         cpu0, srv0, busy0, me0 = hollow.cpu_seconds(), server.cpu_seconds(), machine_busy_seconds(), time.process_time()
         began = time.perf_counter()
-        create_s = await load.create()
-        try:
-            await asyncio.wait_for(asyncio.shield(watcher), timeout=args.timeout)
-        except asyncio.TimeoutError:
-            log(f"only {len(load.latency)}/{total} pods Running after {args.timeout:.0f}s")
+        create_s = await load.run(timeout=args.timeout)
         wall = time.perf_counter() - began
-        watcher.cancel()
         hollow_cpu, server_cpu = hollow.cpu_seconds() - cpu0, server.cpu_seconds() - srv0
         mine = time.process_time() - me0
         other = machine_busy_seconds() - busy0 - hollow_cpu - server_cpu - mine

@@ -313,3 +313,18 @@ async def test_container_events_or_unimplemented(node: Node, rt: ContainerdRunti
     event = await asyncio.wait_for(events.__anext__(), WAIT_S)
     assert event.pod_sandbox_status is not None and event.pod_sandbox_status.id == sid
     await rt.remove_pod_sandbox(sid)
+
+
+def test_a_containerd_left_by_a_killed_node_is_replaced(node: Node, tmp_path: Path) -> None:
+    # the node process died without stopping its containerd (SIGKILL, OOM): the next start over
+    # the same state dir stops that one instead of failing on a socket that is still served
+    first = start_containerd(tmp_path)
+    second = None
+    try:
+        second = start_containerd(tmp_path)
+        assert first.process.wait(timeout=WAIT_S) is not None  # stopped by the second start
+        assert second.running and daemon.ping_version(second.socket).runtime_name == "containerd"
+    finally:
+        for handle in (second, first):
+            if handle is not None:
+                handle.stop()

@@ -37,6 +37,11 @@ def register(sub: Any) -> None:
                    help="the nodes' container runtime: containerd (real containers; needs root and Debian's "
                         "containerd, runc, containernetworking-plugins, busybox-static; implies --nodes 1), sim "
                         "(simulated containers), auto (containerd when this machine can run it, else sim)")
+    p.add_argument("--pod-cidr", default=None, metavar="CIDR",
+                   help="the containerd node's pod CIDR (default 10.244.0.0/24; give each cluster on one machine "
+                        "its own)")
+    p.add_argument("--kubelet-port", type=int, default=10250, metavar="PORT",
+                   help="the containerd node's kubelet server port (logs, exec, port-forward; default 10250)")
     p.set_defaults(run=lambda a: _run(a, kubeconfig=True))
 
 
@@ -116,7 +121,8 @@ def up_children(args: argparse.Namespace, *, kubeconfig: Path) -> list[Any]:
     if runtime == "containerd":
         children.append(ChildSpec("the kubelet", [
             *base, "kubelet", "--kubeconfig", str(kubeconfig), "--runtime", "containerd",
-            "--root-dir", str((args.data_dir / "kubelet").absolute()), "--pod-cidr", UP_POD_CIDR]))
+            "--root-dir", str((args.data_dir / "kubelet").absolute()), "--pod-cidr", args.pod_cidr or UP_POD_CIDR,
+            "--port", str(args.kubelet_port)]))
     elif runtime == "sim":
         children.append(ChildSpec("the hollow nodes", [
             *base, "hollow-nodes", "--kubeconfig", str(kubeconfig), "--count", str(args.nodes)]))

@@ -150,7 +150,11 @@ class PodWorkers:
         try:
             while work.pending or (work.state == WorkState.FINISHED and work.removed):
                 if work.state == WorkState.FINISHED:
-                    await self._forget(work)
+                    # only a removed pod is forgotten: an update that came while it finished is
+                    # ignored (forgetting it would drop its status before the final delete)
+                    work.pending = False
+                    if work.removed:
+                        await self._forget(work)
                     return
                 work.pending = False
                 if work.state == WorkState.SYNCING and work.kill_requested:

@@ -16,9 +16,9 @@ def _nodes(*flags: str) -> list[tuple[str, list[str]]]:
     return [(c.name, c.argv[3:]) for c in up_children(args, kubeconfig=Path("d/kubeconfig"))]
 
 
-def _kubelet() -> tuple[str, list[str]]:
+def _kubelet(cidr: str = UP_POD_CIDR, port: str = "10250") -> tuple[str, list[str]]:
     return ("the kubelet", ["kubelet", "--kubeconfig", "d/kubeconfig", "--runtime", "containerd", "--root-dir",
-                            str(Path("d/kubelet").absolute()), "--pod-cidr", UP_POD_CIDR])
+                            str(Path("d/kubelet").absolute()), "--pod-cidr", cidr, "--port", port])
 
 
 def test_auto_picks_containerd_when_the_machine_can_run_it(capsys: pytest.CaptureFixture[str],
@@ -46,3 +46,9 @@ def test_explicit_runtimes(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     assert _nodes("--runtime", "sim") == []
     assert _nodes("--runtime", "sim", "--nodes", "4")[0][1][-2:] == ["--count", "4"]
     assert capsys.readouterr().err == ""
+
+
+def test_the_containerd_node_takes_its_pod_cidr_and_kubelet_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kubecore.kubelet.containerd_node.unusable", lambda: None)
+    flags = ("--runtime", "containerd", "--pod-cidr", "10.250.3.0/24", "--kubelet-port", "20250")
+    assert _nodes(*flags) == [_kubelet("10.250.3.0/24", "20250")]

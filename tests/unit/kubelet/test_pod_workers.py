@@ -105,6 +105,29 @@ async def test_terminal_sync_goes_through_terminating_and_terminated() -> None:
     await timers.stop()
 
 
+async def test_an_update_while_the_pod_finishes_does_not_forget_it() -> None:
+    # the pod's own status write (or a probe) sends an update while sync_terminated_pod runs: the
+    # pod must stay known (its status manager entry makes the final delete) until it is removed
+    _, syncer, workers, timers = setup()
+    syncer.outcomes = [SyncOutcome(terminal=True)]
+    workers.update_pod("u1", "ns/a")
+    await settle()
+    assert kinds(syncer) == ["sync", "terminating", "terminated"]
+    workers.get("u1").state = WorkState.TERMINATED  # type: ignore[union-attr]
+    syncer.gate = asyncio.Event()
+    workers.update_pod("u1", "ns/a", kill=True)  # runs sync_terminated_pod again, held by the gate
+    await settle()
+    workers.update_pod("u1", "ns/a")  # arrives while it finishes
+    syncer.gate.set()
+    await settle()
+    assert kinds(syncer) == ["sync", "terminating", "terminated", "terminated"]
+    assert workers.get("u1") is not None and workers.get("u1").state == WorkState.FINISHED  # type: ignore[union-attr]
+    workers.update_pod("u1", "ns/a", removed_pod={"metadata": {"uid": "u1"}})
+    await settle()
+    assert kinds(syncer)[-1] == "forget" and workers.get("u1") is None
+    await timers.stop()
+
+
 async def test_a_kill_during_a_sync_terminates_next_with_the_smallest_grace() -> None:
     _, syncer, workers, timers = setup()
     syncer.gate = asyncio.Event()

@@ -223,8 +223,11 @@ def start_containerd(state_dir: str | os.PathLike[str], *, sandbox_image: str = 
                      timeout: float = START_TIMEOUT) -> ContainerdHandle:
     """Write the config and start containerd for `state_dir`; returns once CRI answers Version.
 
-    Raises `ContainerdError` when the binaries are missing, the socket is taken by a live
-    containerd, or it exits or stays silent for `timeout` seconds (the message quotes its log)."""
+    A containerd still serving the socket because the node process that started it was killed
+    (SIGKILL, OOM: it runs in its own session and outlives it) is stopped first; its containers
+    keep running and the new containerd adopts them. Raises `ContainerdError` when the binaries
+    are missing, the socket is taken by another live containerd, or it exits or stays silent
+    for `timeout` seconds (the message quotes its log)."""
     require_binaries()
     paths = Paths(state_dir)
     for d in (paths.root, paths.state, paths.cni_conf_dir, paths.cni_data_dir, paths.opt):
@@ -235,7 +238,9 @@ def start_containerd(state_dir: str | os.PathLike[str], *, sandbox_image: str = 
         except grpc.RpcError:
             paths.socket.unlink()  # left by a containerd that died
         else:
-            raise ContainerdError(f"a containerd already serves {paths.socket}")
+            if not _stop_orphan(paths, timeout=STOP_TIMEOUT):
+                raise ContainerdError(f"a containerd already serves {paths.socket}")
+            paths.socket.unlink(missing_ok=True)
     paths.config.write_text(containerd_config(paths, sandbox_image=sandbox_image))
     with open(paths.log, "ab") as log:
         process = subprocess.Popen(["containerd", "--config", str(paths.config)], stdin=subprocess.DEVNULL,
@@ -247,6 +252,57 @@ def start_containerd(state_dir: str | os.PathLike[str], *, sandbox_image: str = 
         handle.stop()
         raise
     return handle
+
+
+def _orphans(paths: Paths) -> list[int]:
+    """Processes running `containerd --config <paths.config>`: ours, left by a node process that
+    was killed before it could stop them (containerd runs in its own session, so it outlives it)."""
+    argv = ["containerd", "--config", str(paths.config)]
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cmdline.split(b"\0")[:-1] == [a.encode() for a in argv]:
+            found.append(int(entry.name))
+    return found
+
+
+def _stop_orphan(paths: Paths, *, timeout: float) -> bool:
+    """Stop the containerd a killed node process left serving `paths.socket` (SIGTERM, SIGKILL
+    after `timeout`); its containers keep running in their shims and the next containerd adopts
+    them. False when no such process exists (the socket is served by someone else's containerd)."""
+    pids = _orphans(paths)
+    if not pids:
+        return False
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while (pids := [pid for pid in pids if _alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        _signal(pid, signal.SIGKILL)
+    while (pids := [pid for pid in pids if _alive(pid)]):
+        time.sleep(0.05)
+    return True
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie (its parent, init, has not reaped it yet) is gone for us
 
 
 def _wait_ready(handle: ContainerdHandle, timeout: float) -> None:
