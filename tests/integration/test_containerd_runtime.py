@@ -251,6 +251,11 @@ async def test_security_context_user_group_read_only_root_and_capabilities(node:
     assert chown.exit_code != 0 and b"Operation not permitted" in chown.stderr
     ok = await rt.exec_sync(cid, ["id", "-u"], 10)
     assert ok.stdout.strip() == b"1000"
+    besteffort = container_config("be", "sleep 30")
+    assert besteffort.linux is not None
+    besteffort.linux.resources = cri.LinuxContainerResources(oom_score_adj=1000)
+    bid = await run_container(rt, sid, sandbox, besteffort)
+    assert (await rt.exec_sync(bid, ["cat", "/proc/1/oom_score_adj"], 10)).stdout.strip() == b"1000"
     await rt.remove_pod_sandbox(sid)
 
 

@@ -82,7 +82,30 @@ def _dns_option(option: Obj) -> str:
     return f"{name}:{value}" if value is not None else name
 
 
-def linux_resources(container: Obj) -> cri.LinuxContainerResources:
+GUARANTEED_OOM_SCORE_ADJ, BESTEFFORT_OOM_SCORE_ADJ = -997, 1000
+
+
+def oom_score_adj(pod: Obj, container: Obj, memory_capacity: int) -> int:
+    """Upstream's qos.GetContainerOOMScoreAdjust: node-critical and Guaranteed pods -997,
+    BestEffort 1000, Burstable 1000 - 1000 * memory request / node memory, kept within 3..999 so
+    it stays between the two. 0 when the node's memory is unknown (the runtime's default)."""
+    if podutil.spec(pod).get("priorityClassName") == "system-node-critical":
+        return GUARANTEED_OOM_SCORE_ADJ
+    qos = podutil.qos_class(pod)
+    if qos == "Guaranteed":
+        return GUARANTEED_OOM_SCORE_ADJ
+    if qos == "BestEffort":
+        return BESTEFFORT_OOM_SCORE_ADJ
+    if memory_capacity <= 0:
+        return 0
+    request = downward.amount((container.get("resources") or {}).get("requests") or {}, "memory")
+    adj = 1000 - (1000 * (request.value() if request is not None else 0)) // memory_capacity
+    if adj < 1000 + GUARANTEED_OOM_SCORE_ADJ:
+        return 1000 + GUARANTEED_OOM_SCORE_ADJ
+    return adj - 1 if adj == BESTEFFORT_OOM_SCORE_ADJ else adj
+
+
+def linux_resources(container: Obj, *, oom_score: int = 0) -> cri.LinuxContainerResources:
     res = container.get("resources") or {}
     requests, limits = res.get("requests") or {}, res.get("limits") or {}
     req_cpu = downward.amount(requests, "cpu") or downward.amount(limits, "cpu")
@@ -92,7 +115,8 @@ def linux_resources(container: Obj) -> cri.LinuxContainerResources:
     quota = lim_cpu.milli_value() * CFS_PERIOD_US // 1000 if lim_cpu is not None else 0
     memory = downward.amount(limits, "memory")
     return cri.LinuxContainerResources(cpu_period=CFS_PERIOD_US if quota else 0, cpu_quota=quota, cpu_shares=shares,
-                                       memory_limit_in_bytes=memory.value() if memory is not None else 0)
+                                       memory_limit_in_bytes=memory.value() if memory is not None else 0,
+                                       oom_score_adj=oom_score)
 
 
 def container_type(pod: Obj, container: Obj) -> str:
@@ -103,7 +127,8 @@ def container_type(pod: Obj, container: Obj) -> str:
 
 
 def container_config(pod: Obj, container: Obj, *, restart_count: int, image_ref: str,
-                     env: dict[str, str] | None = None, mounts: list[cri.Mount] | None = None) -> cri.ContainerConfig:
+                     env: dict[str, str] | None = None, mounts: list[cri.Mount] | None = None,
+                     memory_capacity: int = 0) -> cri.ContainerConfig:
     env = env or {}
     command, args = envvars.expand_command(container, env)
     name = str(container.get("name") or "")
@@ -125,5 +150,6 @@ def container_config(pod: Obj, container: Obj, *, restart_count: int, image_ref:
         envs=[cri.KeyValue(key=k, value=v) for k, v in env.items()], mounts=list(mounts or []),
         labels=labels, annotations=annotations, log_path=f"{name}/{restart_count}.log",
         stdin=bool(container.get("stdin")), stdin_once=bool(container.get("stdinOnce")), tty=bool(container.get("tty")),
-        linux=cri.LinuxContainerConfig(resources=linux_resources(container),
+        linux=cri.LinuxContainerConfig(resources=linux_resources(
+                                           container, oom_score=oom_score_adj(pod, container, memory_capacity)),
                                        security_context=securitycontext.linux_security_context(pod, container)))

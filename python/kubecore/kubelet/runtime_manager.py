@@ -46,7 +46,7 @@ from typing import Any
 
 from kubecore.api.gotime import format_seconds
 from kubecore.client.clock import Clock
-from kubecore.kubelet import cri, podutil, runtime_config
+from kubecore.kubelet import cri, downward, podutil, runtime_config
 from kubecore.kubelet.actions import KillInfo, PodActions, ProbeResults, compute_pod_actions
 from kubecore.kubelet.backoff import Backoff, ReasonCache
 from kubecore.kubelet.envvars import EnvContext, EnvError, make_env
@@ -347,8 +347,9 @@ class RuntimeManager:
         env = await make_env(pod, container, self.env, pod_ips=pod_ips)
         ips = self.host_ips if podutil.is_host_network(pod) else pod_ips
         mounts = self.volumes.container_mounts(pod, container, env, pod_ips=ips) if self.volumes is not None else []
+        memory = downward.amount(self.env.allocatable, "memory")  # upstream: machine capacity
         return runtime_config.container_config(pod, container, restart_count=restart_count, image_ref=image_ref,
-                                               env=env, mounts=mounts)
+                                               env=env, mounts=mounts, memory_capacity=memory.value() if memory else 0)
 
     def _target(self, pod: Obj, container: Obj, cid: str, rs: PodRuntimeStatus | None) -> Target:
         ips = rs.ips if rs is not None else []

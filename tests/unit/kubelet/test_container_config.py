@@ -101,3 +101,28 @@ def test_security_context_merges_pod_and_container_and_refuses_root_for_non_root
     fine = container("app")
     fine["securityContext"] = {"runAsUser": 1000}
     assert linux_security_context(strict, fine).run_as_user == 1000
+
+
+def test_oom_score_adj_by_qos_as_upstream() -> None:
+    from kubecore.kubelet.runtime_config import container_config, oom_score_adj
+
+    gi = 1 << 30
+
+    def with_resources(requests: dict[str, str], limits: dict[str, str]) -> tuple[dict, dict]:  # type: ignore[type-arg]
+        c = container("app")
+        c["resources"] = {"requests": requests, "limits": limits}
+        p = make_pod()
+        p["spec"]["containers"] = [c]
+        return p, c
+
+    assert oom_score_adj(*with_resources({}, {}), 8 * gi) == 1000  # BestEffort
+    assert oom_score_adj(*with_resources({"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"}), 8 * gi) == -997
+    assert oom_score_adj(*with_resources({"memory": "2Gi"}, {}), 8 * gi) == 750  # 1000 - 1000 * 2/8
+    assert oom_score_adj(*with_resources({"memory": "8Gi"}, {}), 8 * gi) == 3  # never below Guaranteed's + 1000
+    assert oom_score_adj(*with_resources({"cpu": "1m"}, {}), 8 * gi) == 999  # never equal to BestEffort
+    critical, c = with_resources({"memory": "1Gi"}, {})
+    critical["spec"]["priorityClassName"] = "system-node-critical"
+    assert oom_score_adj(critical, c, 8 * gi) == -997
+    p, c = with_resources({"memory": "2Gi"}, {})
+    cfg = container_config(p, c, restart_count=0, image_ref="busybox", memory_capacity=8 * gi)
+    assert cfg.linux is not None and cfg.linux.resources is not None and cfg.linux.resources.oom_score_adj == 750
