@@ -21,7 +21,9 @@ Phases:
    process's pod watch shows it Running (upstream's pod startup SLI, measured through watch;
    it includes the create and the bind). p50/p90/p99/max over all pods; the rate actually
    reached; CPU cores used by the server and by the hollow-node process over the phase.
-   `rss_mb_per_10k_pods` = growth of the hollow process's RSS over the phase per 10,000 pods.
+   `rss_mb_per_10k_pods` = growth of the hollow process's RSS over the phase per 10,000 pods;
+   the `tree_` figures add the API server's growth (the whole cluster's process tree here:
+   `up` runs the API server, and the hollow nodes are its other process).
 4. `after`: nodes still Ready, leases held, and pods Running at the end.
 
 The machine has 2 cores shared by the three processes (and anyone else: `other_cpu_cores`);
@@ -249,15 +251,19 @@ async def run(args: argparse.Namespace, server: Server, workdir: Path) -> dict[s
         base.stop()
         log(f"baseline: one hollow node {doc['baseline']['rss_mb']} MB")
 
+        server_rss0 = server.rss_mb()
         hollow = Hollow(kubeconfig, count=args.nodes, prefix=PREFIX, logdir=workdir, extra=extra)
         cpu0, srv0 = hollow.cpu_seconds(), server.cpu_seconds()
         seconds = await until_ready(rest, hollow, PREFIX, args.nodes, timeout=args.timeout)
         log(f"{args.nodes} nodes Ready after {seconds:.1f}s")
         await asyncio.sleep(args.settle)
-        rss_nodes = hollow.rss_mb()
+        rss_nodes, server_rss_nodes = hollow.rss_mb(), server.rss_mb()
+        tree_growth = (rss_nodes - doc["baseline"]["rss_mb"]) + (server_rss_nodes - server_rss0)
         doc["registration"] = {
             "seconds_to_all_ready": round(seconds, 2), "rss_mb": round(rss_nodes, 1),
             "rss_mb_per_1000_nodes": round((rss_nodes - doc["baseline"]["rss_mb"]) / args.nodes * 1000, 1),
+            "server_rss_mb": round(server_rss_nodes, 1),
+            "tree_rss_mb_per_1000_nodes": round(tree_growth / args.nodes * 1000, 1),
             "hollow_cpu_s": round(hollow.cpu_seconds() - cpu0, 1), "server_cpu_s": round(server.cpu_seconds() - srv0, 1)}
         log(f"registration: {doc['registration']}")
 
@@ -270,14 +276,17 @@ async def run(args: argparse.Namespace, server: Server, workdir: Path) -> dict[s
         hollow_cpu, server_cpu = hollow.cpu_seconds() - cpu0, server.cpu_seconds() - srv0
         mine = time.process_time() - me0
         other = machine_busy_seconds() - busy0 - hollow_cpu - server_cpu - mine
-        rss_pods = hollow.rss_mb()
+        rss_pods, server_rss_pods = hollow.rss_mb(), server.rss_mb()
         doc["pods"] = {
             "total": total, "create_seconds": round(create_s, 1), "rate_reached": round(total / create_s, 1),
             "running": len(load.latency), "errors": load.errors, "startup_latency": _stats(list(load.latency.values())),
             "wall_s": round(wall, 1), "hollow_cpu_cores": round(hollow_cpu / wall, 2),
             "server_cpu_cores": round(server_cpu / wall, 2), "bench_cpu_cores": round(mine / wall, 2),
             "other_cpu_cores": round(max(0.0, other) / wall, 2), "rss_mb": round(rss_pods, 1),
-            "rss_mb_per_10k_pods": round((rss_pods - rss_nodes) / max(1, total) * 10_000, 1)}
+            "rss_mb_per_10k_pods": round((rss_pods - rss_nodes) / max(1, total) * 10_000, 1),
+            "server_rss_mb": round(server_rss_pods, 1),
+            "tree_rss_mb_per_10k_pods": round((rss_pods - rss_nodes + server_rss_pods - server_rss_nodes)
+                                              / max(1, total) * 10_000, 1)}
         log(f"pods: {doc['pods']}")
         doc["after"] = {"nodes_ready": await ready_nodes(rest, PREFIX), "hollow_alive": hollow.alive()}
         hollow.stop()
