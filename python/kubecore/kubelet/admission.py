@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubecore.api import quantity
+from kubecore.api.quota import pod_resources
 from kubecore.controllers.daemonset_predicates import find_untolerated_taint, required_node_affinity_matches
 from kubecore.kubelet import podutil
 from kubecore.kubelet.eviction import AdmitResult
@@ -47,34 +48,8 @@ def _q(value: Any) -> int:
 
 
 def pod_requests(pod: Obj) -> dict[str, int]:
-    """The pod's effective requests in nanos (upstream resourcehelper.PodRequests): the containers
-    plus every restartable init container (sidecar), or the largest regular init container plus
-    the sidecars started before it, whichever is larger; plus overhead."""
-    spec = podutil.spec(pod)
-
-    def requests(c: Obj) -> dict[str, int]:
-        return {name: _q(v) for name, v in ((c.get("resources") or {}).get("requests") or {}).items()}
-
-    total: dict[str, int] = {}
-    for c in podutil.containers(pod):
-        for name, v in requests(c).items():
-            total[name] = total.get(name, 0) + v
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for c in podutil.init_containers(pod):
-        if podutil.is_restartable_init_container(c):
-            for name, v in requests(c).items():
-                sidecars[name] = sidecars.get(name, 0) + v
-            continue
-        for name, v in requests(c).items():
-            init_peak[name] = max(init_peak.get(name, 0), v + sidecars.get(name, 0))
-    for name, v in sidecars.items():
-        total[name] = total.get(name, 0) + v
-    for name, v in init_peak.items():
-        total[name] = max(total.get(name, 0), v)
-    for name, v in (spec.get("overhead") or {}).items():
-        total[name] = total.get(name, 0) + _q(v)
-    return total
+    """The pod's effective requests in nanos (upstream's PodRequests: `api.quota.pod_resources`)."""
+    return {name: q.nanos for name, q in pod_resources(pod, "requests").items()}
 
 
 def _unit(resource: str, nanos: int) -> int:
