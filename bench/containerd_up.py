@@ -106,6 +106,22 @@ def _all_pids() -> list[int]:
     return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
 
 
+def descendants(root: int) -> dict[int, list[str]]:
+    """`root` and every process below it, with their command lines."""
+    children: dict[int, list[int]] = {}
+    for pid in _all_pids():
+        fields = _stat(pid)
+        if fields:
+            children.setdefault(int(fields[1]), []).append(pid)
+    found: dict[int, list[str]] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        found[pid] = _cmdline(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
 class ContainerdUp:
     """One `kubecore up --runtime containerd` (see the module docstring)."""
 
@@ -170,18 +186,7 @@ class ContainerdUp:
             time.sleep(0.2)
 
     def _descendants(self) -> dict[int, list[str]]:
-        children: dict[int, list[int]] = {}
-        for pid in _all_pids():
-            fields = _stat(pid)
-            if fields:
-                children.setdefault(int(fields[1]), []).append(pid)
-        found: dict[int, list[str]] = {}
-        todo = [self.proc.pid] if self.proc.poll() is None else []
-        while todo:
-            pid = todo.pop()
-            found[pid] = _cmdline(pid)
-            todo.extend(children.get(pid, []))
-        return found
+        return descendants(self.proc.pid) if self.proc.poll() is None else {}
 
     def shims(self) -> list[int]:
         """The containerd shims of this cluster's containerd (each holds its pod's containers)."""

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.containerd_up import _all_pids, _stat, free_port, memory_kb
+from bench.containerd_up import descendants, free_port, memory_kb
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,20 +62,9 @@ class Up:
             time.sleep(1.0)
 
     def tree(self) -> dict[str, float]:
-        children: dict[int, list[int]] = {}
-        for pid in _all_pids():
-            fields = _stat(pid)
-            if fields:
-                children.setdefault(int(fields[1]), []).append(pid)
-        rss = pss = 0
-        todo = [self.proc.pid]
-        count = 0
-        while todo:
-            pid = todo.pop()
-            r, p = memory_kb(pid)
-            rss, pss, count = rss + r, pss + p, count + 1
-            todo.extend(children.get(pid, []))
-        return {"processes": count, "rss_mb": round(rss / 1024, 1), "pss_mb": round(pss / 1024, 1)}
+        pids = list(descendants(self.proc.pid))
+        rss, pss = (sum(x) for x in zip(*(memory_kb(p) for p in pids)))
+        return {"processes": len(pids), "rss_mb": round(rss / 1024, 1), "pss_mb": round(pss / 1024, 1)}
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -102,6 +91,7 @@ def main() -> None:
     empty = Up(0)
     try:
         empty.wait("API server ready", lambda: empty.kubectl("get", "--raw", "/readyz").strip() == "ok")
+        empty.wait("controller manager and scheduler started", lambda: len(descendants(empty.proc.pid)) >= 3)
         time.sleep(args.settle)
         out["no_nodes"] = empty.tree()
         log(f"no nodes: {out['no_nodes']}")
@@ -110,6 +100,7 @@ def main() -> None:
     up = Up(args.nodes)
     try:
         up.wait("nodes Ready", lambda: _count(up.kubectl("get", "nodes", "--no-headers"), "Ready") >= args.nodes)
+        up.wait("every component started", lambda: len(descendants(up.proc.pid)) >= 4)
         time.sleep(args.settle)
         out["with_nodes"] = up.tree()
         out["mb_per_1000_nodes"] = {k: round((out["with_nodes"][k] - out["no_nodes"][k]) / args.nodes * 1000, 1)
