@@ -78,8 +78,8 @@ def schedule_batch(fw: Framework, pinfos: Sequence[QueuedPodInfo]) -> list[Assum
     run: list[tuple[QueuedPodInfo, CycleState]] = []
     for p in pinfos:
         state = CycleState()
-        resolve_default_spread(fw, p)
         if _fast(fw, state, p):
+            resolve_default_spread(fw, p)  # schedule_one does it for the others
             run.append((p, state))
             continue
         _flush(fw, run, out)
