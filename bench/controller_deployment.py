@@ -52,7 +52,7 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import CLK_TCK, ROOT, Server, log, machine_busy_seconds, pod
+from bench.apiserver_load import CLK_TCK, ROOT, Profiler, Server, log, machine_busy_seconds, pod, top_functions
 from kubecore.client.config import ClientConfig
 from kubecore.client.rest import RestClient
 
@@ -315,7 +315,7 @@ async def phase_scale(rest: RestClient, server: Server, cm: ControllerManager, *
 
 
 async def phase_many(rest: RestClient, server: Server, cm: ControllerManager, *, count: int, per: int,
-                     timeout: float) -> dict[str, Any]:
+                     timeout: float, profile_dir: str | None = None) -> dict[str, Any]:
     await create_namespace(rest, MANY_NS)
     deploys = await rest.resource("apps/v1", "deployments")
     gate = asyncio.Semaphore(64)
@@ -324,18 +324,54 @@ async def phase_many(rest: RestClient, server: Server, cm: ControllerManager, *,
         async with gate:
             await deploys.create(deployment(f"d{i:04d}", MANY_NS, per))
 
+    profilers = _start_profilers(server, cm, profile_dir)
+    requests0 = await request_counts(rest)
     window = Window(server, cm)
     t0 = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(count)))
     t_created = time.perf_counter()
     total = count * per
     t_pods = await until("many: pods", lambda: _pods_at(rest, MANY_NS, total), timeout=timeout, cm=cm)
-    cpu = window.figures(t_pods - t0)
+    cpu: dict[str, Any] = dict(window.figures(t_pods - t0))
+    requests1 = await request_counts(rest)
+    cpu["requests_per_pod"] = {k: round((n - requests0.get(k, 0)) / (count * per), 2)
+                               for k, n in sorted(requests1.items()) if n - requests0.get(k, 0) >= count}
+    if profilers:
+        cpu["profile"] = {name: await _stop_profiler(p) for name, p in profilers.items()}
     t_status = await until("many: status", lambda: _synced(rest, MANY_NS, per, count), timeout=timeout, cm=cm)
     return {"deployments": count, "replicas_each": per, "pods": total,
             "seconds_to_create_deployments": round(t_created - t0, 2),
             "seconds_to_all_pods": round(t_pods - t0, 2), "pods_per_s": round(total / (t_pods - t0), 1),
             "seconds_to_status": round(t_status - t0, 2), **cpu}
+
+
+async def request_counts(rest: RestClient) -> dict[str, int]:
+    """The API server's apiserver_request_total summed by "verb resource[/subresource]"."""
+    text = (await rest.request("GET", "/metrics")).body.decode()
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.index("}")].split(","))
+        sub = labels["subresource"].strip('"')
+        key = f'{labels["verb"].strip(chr(34))} {labels["resource"].strip(chr(34))}' + (f"/{sub}" if sub else "")
+        out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def _start_profilers(server: Server, cm: ControllerManager, profile_dir: str | None) -> dict[str, Profiler]:
+    if not profile_dir:
+        return {}
+    Path(profile_dir).mkdir(parents=True, exist_ok=True)
+    return {name: Profiler(pid, Path(profile_dir) / f"{name}_many.txt", 100)
+            for name, pid in (("apiserver", server.pid), ("controller_manager", cm.proc.pid))}
+
+
+async def _stop_profiler(profiler: Profiler) -> dict[str, Any]:
+    err = await asyncio.to_thread(profiler.stop)
+    if not profiler.path.exists():
+        return {"error": f"py-spy wrote nothing: {err}"}
+    return {"raw": str(profiler.path), **top_functions(profiler.path, 15)}
 
 
 async def _pods_at(rest: RestClient, namespace: str, want: int) -> tuple[bool, str]:
@@ -422,7 +458,7 @@ async def run(server: Server, args: argparse.Namespace) -> dict[str, Any]:
         result["scale"] = await phase_scale(rest, server, cm, replicas=args.replicas, timeout=args.timeout)
         log(f"phase many: {args.deployments} Deployments x {args.per_deployment}")
         result["many"] = await phase_many(rest, server, cm, count=args.deployments, per=args.per_deployment,
-                                          timeout=args.timeout)
+                                          timeout=args.timeout, profile_dir=args.profile_dir)
         log("peer: the same number of pods POSTed directly")
         peer = await direct_creates(rest, count=args.replicas)
         result["peer"] = peer
@@ -457,6 +493,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0, help="--concurrent-deployment-syncs and "
                     "--concurrent-replicaset-syncs for the controller manager (default: upstream's 5)")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--profile-dir", default=None, help="record the API server and the controller manager "
+                    "with py-spy during the many-Deployments phase")
     args = ap.parse_args()
     try:
         import uvloop

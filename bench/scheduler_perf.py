@@ -5,7 +5,7 @@ scheduler` as a separate process (issue 5). One JSON document on stdout, progres
     python -m bench.scheduler_perf --workload SchedulingBasic   # one (repeat the flag for more)
     python -m bench.scheduler_perf --scale 0.1                  # every count × 0.1
     python -m bench.scheduler_perf --workload PodAntiAffinity --nodes 500 --init-pods 100 --measured-pods 400
-    python -m bench.scheduler_perf --profile-dir /tmp/sp        # py-spy on the scheduler while measuring
+    python -m bench.scheduler_perf --profile-dir /tmp/sp        # py-spy on the scheduler and API server while measuring
 
 Per workload, on a fresh cluster (upstream runs each case on its own, too):
 1. the API server alone (`kubecore up --controllers "" --no-scheduler`, `bench.apiserver_load.Server`);
@@ -164,7 +164,8 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
 async def measure(w: Workload, args: argparse.Namespace, *, rest: RestClient, server: Server,
                   sched: SchedulerProcess, bound: BoundPods) -> dict[str, Any]:
     bodies = pod_bodies(w.measured)
-    profiler = _start_profiler(sched, args, w.name)
+    profiler = _start_profiler(sched.pid, args, f"scheduler_{w.name}")
+    server_profiler = _start_profiler(server.pid, args, f"apiserver_{w.name}")
     churned = [0]
     churn_task = asyncio.ensure_future(churn(rest, w.churn, w.churn_per_s, churned)) if w.churn else None
     window = Window(server, sched)
@@ -193,19 +194,20 @@ async def measure(w: Workload, args: argparse.Namespace, *, rest: RestClient, se
     }
     if churn_task is not None:
         out["churn_created"] = churned[0]
-    if profiler is not None:
-        out["profile"] = await _stop_profiler(profiler, args, w.name)
+    if profiler is not None and server_profiler is not None:
+        out["profile"] = {"scheduler": await _stop_profiler(profiler, args),
+                          "apiserver": await _stop_profiler(server_profiler, args)}
     return out
 
 
-def _start_profiler(sched: SchedulerProcess, args: argparse.Namespace, name: str) -> Profiler | None:
+def _start_profiler(pid: int, args: argparse.Namespace, name: str) -> Profiler | None:
     if not args.profile_dir:
         return None
     Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
-    return Profiler(sched.pid, Path(args.profile_dir) / f"scheduler_{name}.txt", args.profile_rate)
+    return Profiler(pid, Path(args.profile_dir) / f"{name}.txt", args.profile_rate)
 
 
-async def _stop_profiler(profiler: Profiler, args: argparse.Namespace, name: str) -> dict[str, Any]:
+async def _stop_profiler(profiler: Profiler, args: argparse.Namespace) -> dict[str, Any]:
     err = await asyncio.to_thread(profiler.stop)
     if not profiler.path.exists():
         return {"error": f"py-spy wrote nothing: {err}"}
@@ -340,7 +342,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--measured-pods", type=int, default=None, help="override the measured pod count")
     ap.add_argument("--concurrency", type=int, default=64, help="concurrent POSTs when creating objects")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for pods to be bound")
-    ap.add_argument("--profile-dir", default=None, help="record the scheduler with py-spy while measuring")
+    ap.add_argument("--profile-dir", default=None,
+                    help="record the scheduler and the API server with py-spy while measuring")
     ap.add_argument("--profile-rate", type=int, default=100)
     ap.add_argument("--log-dir", default=None, help="keep the scheduler's log (run with -vv) in this directory")
     ap.add_argument("--output", default=None, help="also write the JSON document to this file")

@@ -267,6 +267,8 @@ class NativeStore:
     def submit_compact(self, token: int, revision: int) -> None: ...
     def submit_lease_grant(self, token: int, ttl: int, id: int = 0) -> None: ...
     def submit_lease_revoke(self, token: int, id: int) -> None: ...
+    def flush(self) -> int:
+        """Proposes every submitted write not yet proposed, as one batch; returns how many."""
     def completion_fd(self) -> int:
         """The eventfd that becomes readable when drain() has something."""
 
@@ -554,6 +556,19 @@ class NativeSchedSnapshot:
     ) -> list[str]:
         """Reasons the pod does not fit `node` with the pods `without` (keys) removed; [] fits.
         KeyError for an unknown node."""
+
+    def dry_run_lower(
+        self, profile: NativeSchedProfile, pod_json: bytes, nodes: Sequence[str]
+    ) -> tuple[bytes, list[tuple[list[str], bool]]]:
+        """Preemption's first dry run per node, every pod of lower priority removed (nodes in
+        parallel): one byte per node (0 no such pod, 1 fits, 2 rejected) and, per rejected node
+        in order, (reasons, unresolvable). KeyError for an unknown node."""
+
+    def reprieve(
+        self, profile: NativeSchedProfile, pod_json: bytes, nodes: Sequence[tuple[str, Sequence[str]]]
+    ) -> list[list[int]]:
+        """Per (node, pod keys in reprieve order), all removed at first: each pod is put back in
+        order and kept if the pod still fits; the indices of the others (the victims)."""
 
     def requested(self, node: str) -> dict[str, int]:
         """cpu (millicores), memory/ephemeral-storage (bytes), pods (count), scalar resources."""

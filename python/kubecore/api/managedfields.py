@@ -349,10 +349,18 @@ class Comparison:
     removed: set[Path] = field(default_factory=set)
 
 
+def _without(obj: Any, skip: frozenset[str]) -> Any:
+    if isinstance(obj, dict) and not skip.isdisjoint(obj):
+        return {k: v for k, v in obj.items() if k not in skip}
+    return obj
+
+
 def compare(lhs: Any, rhs: Any, facts: TypeFacts, *, skip: frozenset[str] = frozenset()) -> Comparison:
     """What changed from `lhs` to `rhs` (typed.Compare): containers that appear or disappear as a
     whole are reported themselves, as well as every leaf under them. Top-level fields in `skip`
     are not compared (upstream's ExcludeFields of reset fields). Either side may be ABSENT."""
+    if skip:  # skipped fields are not even encoded: a status update compares the status alone
+        lhs, rhs = _without(lhs, skip), _without(rhs, skip)
     added, modified, removed = _walker(facts).compare(
         None if lhs is ABSENT else _encode_obj(lhs), None if rhs is ABSENT else _encode_obj(rhs),
         tuple(skip) if skip else ())

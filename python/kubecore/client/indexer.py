@@ -190,14 +190,24 @@ class Indexer:
 
     def put(self, obj: dict[str, Any], *, raw: bytes | None = None) -> bytes | None:
         """Add or update `obj` (raw: its JSON bytes, saves an encode). Returns the previous entry."""
+        return self.swap(obj, raw=raw)[0]
+
+    def swap(self, obj: dict[str, Any], *, raw: bytes | None = None) -> tuple[bytes | None, dict[str, Any] | None]:
+        """`put`, returning the previous entry and, when the LRU still holds it decoded, the previous
+        object (so an update's old object costs no decode; None when it is not cached)."""
         key = self.key_func(obj)
         old = self._items.get(key)
+        old_obj = None
         if old is not None:
-            self._unindex(key, self.decode_entry(old) if self._needs_object_to_unindex() else None)
+            old_obj = self._lru.get(key)
+            if self._needs_object_to_unindex():
+                self._unindex(key, old_obj if old_obj is not None else self.decode_entry(old))
+            else:
+                self._unindex(key, None)
         self._items[key] = self._entry_of(obj, raw)
         self._reindex(key, obj)
         self._remember(key, obj)
-        return old
+        return old, old_obj
 
     add = put
     update = put
@@ -248,6 +258,12 @@ class Indexer:
 
     def get_by_key(self, key: str) -> dict[str, Any] | None:
         return self._decoded(key) if key in self._items else None
+
+    def copy_by_key(self, key: str) -> dict[str, Any] | None:
+        """A freshly decoded copy of `key`'s object that the caller owns and may change (client-go's
+        `obj.DeepCopy()` after a lister Get), without a round trip through the shared one."""
+        entry = self._items.get(key)
+        return None if entry is None else self.codec.decode(entry)
 
     def get(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         return self.get_by_key(self.key_func(obj))

@@ -257,13 +257,14 @@ class SharedIndexInformer:
             for lis in self._listeners:
                 lis.add(DELETE, None, obj)
             return
-        previous = self.indexer.put(obj, raw=event.raw)
+        previous, previous_obj = self.indexer.swap(obj, raw=event.raw)
         entry = self.indexer.entry(self.indexer.key_func(obj))
+        old: Ref = previous_obj if previous_obj is not None else previous
         for lis in self._listeners:
             if previous is None:
                 lis.add(ADD, None, obj, new_entry=entry)
             else:
-                lis.add(UPDATE, previous, obj, new_entry=entry)
+                lis.add(UPDATE, old, obj, new_entry=entry)
 
     # -- resync --------------------------------------------------------------------------------------
     def _resync_due(self) -> list[_Listener]:

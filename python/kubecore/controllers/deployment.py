@@ -43,7 +43,7 @@ from kubecore.controllers.controller_utils import (
 from kubecore.controllers.deployment_rollout import rollback, rollout_recreate, rollout_rolling
 from kubecore.controllers.deployment_scaling import RECREATE, ROLLING_UPDATE, strategy_type
 from kubecore.controllers.deployment_sync import D_API_VERSION, D_KIND, DeploymentSync
-from kubecore.controllers.deployment_util import deep_copy, get_rollback_to
+from kubecore.controllers.deployment_util import get_rollback_to
 from kubecore.controllers.podcontrol import WARNING, EventRecorderLike
 from kubecore.controllers.podview import POD_OWNER_INDEX, controlled_pod_views, pod_owner_index
 from kubecore.controllers.refmanager import PodControllerRefManager, recheck_deletion_timestamp
@@ -237,11 +237,11 @@ class DeploymentController(QueueController):
     # -- sync ---------------------------------------------------------------------------------------
     async def sync(self, key: str) -> None:
         """Reconcile one Deployment (never concurrently for one key: the queue's promise)."""
-        cached = self.d_indexer.get_by_key(key)
-        if cached is None:
+        owned = self.d_indexer.copy_by_key(key)
+        if owned is None:
             log.debug("deployment %s has been deleted", key)
             return
-        d = {**deep_copy(cached), "apiVersion": D_API_VERSION, "kind": D_KIND}
+        d = {**owned, "apiVersion": D_API_VERSION, "kind": D_KIND}
         selector_spec = (d.get("spec") or {}).get("selector")
         if selector_spec == {}:
             await self._selecting_all(d)

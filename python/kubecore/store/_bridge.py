@@ -1,8 +1,10 @@
 """The asyncio side of the store: futures resolved from the native completion queue.
 
-Writers submit without waiting; the Raft thread finishes many writes per fsync and signals one
-eventfd, which the running event loop watches. One wake-up drains every finished write and every
-watch with news, so concurrent writers share both the fsync and the wake-up.
+Writers submit without waiting; the native store keeps their writes in an outbox, which the
+bridge flushes to the Raft thread once per event-loop iteration (`call_soon`), so the writes one
+iteration produced cost one wake-up of that thread. The Raft thread finishes many writes per fsync
+and signals one eventfd, which the running event loop watches. One wake-up drains every finished
+write and every watch with news, so concurrent writers share both the fsync and the wake-up.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Bridge:
         self._writes: dict[int, asyncio.Future[Any]] = {}
         self._watchers: dict[int, asyncio.Future[None]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._flush_due = False
 
     def _attach(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
@@ -29,6 +32,7 @@ class Bridge:
             self.detach()
             loop.add_reader(self._fd, self._drain)
             self._loop = loop
+            self._flush()  # a flush the previous loop scheduled may never have run
         return loop
 
     def detach(self) -> None:
@@ -51,10 +55,17 @@ class Bridge:
         if immediate is not None:  # a read-only txn is answered at once
             del self._writes[token]
             return immediate
+        if not self._flush_due:
+            self._flush_due = True
+            loop.call_soon(self._flush)
         try:
             return await fut
         finally:
             self._writes.pop(token, None)
+
+    def _flush(self) -> None:
+        self._flush_due = False
+        self._native.flush()
 
     async def wait_watch(self, watch_id: int) -> None:
         """Waits until the watch has news (or may have: wake-ups can be spurious)."""

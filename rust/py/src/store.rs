@@ -1,14 +1,20 @@
 //! `NativeStore`: the store's operations for Python. Blocking calls release the GIL while they
 //! wait; `submit_*` calls return at once and report through `Completions` (see completions.rs).
+//!
+//! Submitted writes wait in an outbox until `flush()` hands them to the Raft thread as one batch:
+//! one channel message and one wake-up for all the writes an event-loop iteration produced, where
+//! a wake-up per write cost the API server about a tenth of its time under write load. The asyncio
+//! bridge flushes once per loop iteration; blocking writes and `close()` flush first, so writes
+//! are proposed in the order they were submitted.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use kubecore_store::db::{Db, Options};
+use kubecore_store::db::{Db, Done, Options};
 use kubecore_store::error::Result as StoreResult;
 use kubecore_store::kv::{KeyRange, OpResult};
 use kubecore_store::mvcc::Applied;
@@ -25,6 +31,7 @@ pub struct NativeStore {
     /// Shared with the watch cache (watchcache.rs), which feeds from this store's watches.
     pub(crate) db: Arc<Db>,
     completions: Arc<Completions>,
+    outbox: Mutex<Vec<(Command, Done)>>,
 }
 
 fn txn_request(compare: Vec<PyRef<'_, Compare>>, success: Vec<PyRef<'_, Op>>, failure: Vec<PyRef<'_, Op>>) -> TxnRequest {
@@ -57,15 +64,26 @@ impl NativeStore {
         Ok(&self.db)
     }
 
-    /// Proposes and waits without the GIL.
+    /// Proposes and waits without the GIL (after the outbox, which is older).
     fn run(&self, py: Python<'_>, kind: Kind, cmd: Command) -> PyResult<Py<PyAny>> {
+        self.send_outbox();
         let applied = py.detach(|| self.db.execute(cmd)).map_err(to_py)?;
         result_obj(py, kind, applied)
     }
 
     fn submit(&self, token: u64, (kind, cmd): (Kind, Command)) {
         let completions = self.completions.clone();
-        self.db.submit(cmd, Box::new(move |result: StoreResult<Applied>| completions.push(Finished { token, kind, result })));
+        let done: Done = Box::new(move |result: StoreResult<Applied>| completions.push(Finished { token, kind, result }));
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).push((cmd, done));
+    }
+
+    fn send_outbox(&self) -> usize {
+        let items = std::mem::take(&mut *self.outbox.lock().unwrap_or_else(|p| p.into_inner()));
+        let n = items.len();
+        if n > 0 {
+            self.db.submit_many(items);
+        }
+        n
     }
 }
 
@@ -88,7 +106,7 @@ impl NativeStore {
         let opts = Options { dir: path, fsync, max_request_bytes, snapshot_every, watch_buffer };
         let db = py.detach(|| Db::open(opts)).map_err(to_py)?;
         let completions = Completions::new().map_err(|e| PyOSError::new_err(format!("cannot create an eventfd: {e}")))?;
-        Ok(Self { db: Arc::new(db), completions: Arc::new(completions) })
+        Ok(Self { db: Arc::new(db), completions: Arc::new(completions), outbox: Mutex::new(Vec::new()) })
     }
 
     #[pyo3(signature = (key, *, revision=0))]
@@ -202,6 +220,11 @@ impl NativeStore {
         self.submit(token, (Kind::LeaseRevoke, Command::LeaseRevoke(id)));
     }
 
+    /// Proposes every submitted write not yet proposed, as one batch; returns how many.
+    fn flush(&self) -> usize {
+        self.send_outbox()
+    }
+
     /// The eventfd that becomes readable when drain() has something.
     fn completion_fd(&self) -> i32 {
         self.completions.fd()
@@ -262,6 +285,7 @@ impl NativeStore {
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.send_outbox();
         py.detach(|| self.db.close()).map_err(to_py)
     }
 

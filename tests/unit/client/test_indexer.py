@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubecore.client.codec import CodecError, CompactCodec
+from kubecore.client.codec import CodecError, CompactCodec, window_bits
 from kubecore.client.indexer import NAMESPACE_INDEX, Indexer, meta_namespace_key, split_meta_namespace_key
 
 
@@ -120,3 +120,44 @@ def test_lru_hands_out_the_stored_object_and_forgets_evicted_ones() -> None:
     got = ix.get_by_key("default/a")
     assert got == a and got is not a  # evicted: decoded afresh
     assert ix.get(pod("b")) is not None and ix.get_by_key("default/zzz") is None
+
+
+def test_swap_returns_the_previous_object_while_the_lru_still_holds_it() -> None:
+    ix = Indexer(lru_size=1)
+    a1, a2, b = pod("a", node="n1"), pod("a", node="n2"), pod("b")
+    assert ix.swap(a1) == (None, None)
+    entry, old = ix.swap(a2)
+    assert entry is not None and old is a1  # no decode: the object the LRU held
+    ix.add(b)  # evicts a2 from the one-object LRU
+    entry, old = ix.swap(pod("a", node="n3"))
+    assert old is None and ix.decode_entry(entry or b"") == a2  # only the entry is left
+
+
+def test_copy_by_key_is_the_callers_own() -> None:
+    ix = Indexer()
+    a = pod("a")
+    ix.add(a)
+    mine = ix.copy_by_key("default/a")
+    assert mine == a and mine is not a and mine is not ix.get_by_key("default/a")
+    assert mine is not None
+    mine["spec"]["nodeName"] = "changed"
+    assert ix.get_by_key("default/a") == a
+    assert ix.copy_by_key("default/none") is None
+
+
+@pytest.mark.parametrize("dict_len, bits", [(100, 9), (256, 9), (1_000, 11), (1_600, 12), (3_000, 13),
+                                            (20_000, 15), (32_768, 15)])
+def test_the_deflate_window_fits_the_dictionary(dict_len: int, bits: int) -> None:
+    assert window_bits(dict_len) == -bits
+    assert 2 ** bits >= min(2 * dict_len, 2 ** 15)
+
+
+def test_objects_larger_than_the_window_round_trip() -> None:
+    codec = CompactCodec()
+    small = pod("first")
+    codec.encode(small)  # the dictionary: ~0.5 KB, so a 1-2 KB window
+    assert codec.wbits >= -11
+    big = pod("big")
+    big["metadata"]["annotations"] = {f"k{i}": "v" * 200 + str(i) for i in range(200)}  # ~45 KB
+    entry = codec.encode(big)
+    assert entry[:1] == b"\x01" and codec.decode(entry) == big

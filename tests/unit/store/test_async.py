@@ -172,3 +172,50 @@ async def test_async_after_close(tmp_path) -> None:
         await s.aput(b"k", b"v")
     with pytest.raises(StoreClosedError):
         await s.aget(b"k")
+
+
+async def test_writes_of_one_loop_iteration_are_proposed_as_one_batch(store: Store) -> None:
+    """The bridge flushes the native outbox once per event-loop iteration: 200 writers started
+    together reach the Raft thread in one flush, in the order they were submitted."""
+    native = store._native
+    flushed: list[int] = []
+    real_flush = native.flush
+
+    class Spy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(native, name)
+
+        def flush(self) -> int:
+            n = real_flush()
+            flushed.append(n)
+            return n
+
+    store._bridge._native = Spy()  # type: ignore[assignment]
+    n = 200
+    results = await asyncio.gather(*(store.aput(b"o/%03d" % i, b"v") for i in range(n)))
+    assert [r.revision for r in results] == sorted(r.revision for r in results), "submission order kept"
+    assert sum(flushed) == n and max(flushed) == n, f"flushes of {flushed}: the burst was not batched"
+
+
+def test_native_outbox_waits_for_flush_and_blocking_writes_go_after_it(store: Store) -> None:
+    native = store._native
+    rev0 = native.revision
+    native.submit_put(1, b"q/a", b"1")
+    native.submit_put(2, b"q/b", b"2")
+    assert native.revision == rev0, "a submitted write is not proposed before flush()"
+    r = native.put(b"q/c", b"3")  # a blocking write proposes the outbox first
+    assert r.revision == rev0 + 3
+    assert native.get(b"q/a").mod_revision == rev0 + 1 and native.get(b"q/b").mod_revision == rev0 + 2
+    assert native.flush() == 0
+
+
+def test_close_proposes_the_outbox_so_no_write_is_left_waiting(tmp_path) -> None:
+    s = Store.open(str(tmp_path / "d"))
+    s._native.submit_put(7, b"k", b"v")
+    s.close()
+    s2 = Store.open(str(tmp_path / "d"))
+    try:
+        kv = s2.get(b"k")
+        assert kv is not None and kv.value == b"v"
+    finally:
+        s2.close()
