@@ -46,7 +46,7 @@ from kubecore.client.watch import DELETED, WatchEvent
 
 log = logging.getLogger(__name__)
 
-INLINE_LIMIT = 1024
+INLINE_LIMIT = 4096
 """A handler queue shorter than this holds decoded objects; a longer one holds compact entries."""
 MIN_RESYNC_PERIOD = 1.0
 

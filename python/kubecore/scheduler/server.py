@@ -82,6 +82,10 @@ def _nothing_pending() -> Mapping[str, int]:
     return {}
 
 
+POD_LRU_SIZE = 8192
+"""Decoded pods the scheduler's pod informer keeps (the client's default is 1,024)."""
+
+
 @dataclass
 class SchedulerOptions:
     config: SchedulerConfig = field(default_factory=default_config)
@@ -120,6 +124,10 @@ class LiveScheduler:
 
     async def _informer(self, api_version: str, resource: str) -> SharedIndexInformer:
         informer = await self.factory.informer_for(api_version, resource)
+        if resource == "pods":
+            # A pod's bind event follows its add by up to a few seconds of scheduling at thousands of
+            # pods/s: keep that many decoded, so the update's old object costs no second decode.
+            informer.indexer.lru_size = max(informer.indexer.lru_size, POD_LRU_SIZE)
         self._informers[resource] = informer
         return informer
 
