@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.discovery import ResourceInfo
-from kubecore.client.indexer import IndexFunc
+from kubecore.client.indexer import IndexFunc, TransformFunc
 from kubecore.client.informer import SharedIndexInformer
 from kubecore.client.metadata import MetadataResourceClient
 from kubecore.client.resource import ResourceClient, Selectors
@@ -43,8 +43,10 @@ class SharedInformerFactory:
 
     def __init__(self, rest: RestClient, *, resync_period: float = 0.0, namespace: str | None = None,
                  selectors: Selectors = Selectors(), use_watch_list: bool = True,
-                 clock: Clock = REAL_CLOCK) -> None:
+                 clock: Clock = REAL_CLOCK, transform: TransformFunc | None = None) -> None:
         self.rest = rest
+        self.transform = transform
+        """Installed on every full-object informer the factory makes (client-go's WithTransform)."""
         self.resync_period = resync_period
         self.namespace = namespace
         self.selectors = selectors
@@ -73,6 +75,8 @@ class SharedInformerFactory:
                 rc, namespace=key[3], selectors=self.selectors,
                 resync_period=self.resync_period if resync_period is None else resync_period,
                 indexers=indexers, use_watch_list=self.use_watch_list, clock=self._clock, name=name)
+            if self.transform is not None and informers is self._informers:
+                informer.set_transform(self.transform)
             informers[key] = informer
         elif indexers:
             known = informer.indexer.get_indexers()

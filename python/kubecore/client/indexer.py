@@ -34,6 +34,8 @@ from kubecore.client.codec import CompactCodec
 
 IndexFunc = Callable[[dict[str, Any]], list[str]]
 KeyFunc = Callable[[dict[str, Any]], str]
+TransformFunc = Callable[[dict[str, Any]], dict[str, Any]]
+"""client-go's TransformFunc: what the cache keeps of an object (may change it in place)."""
 NAMESPACE_INDEX = "namespace"
 
 
@@ -49,6 +51,15 @@ def meta_namespace_key(obj: dict[str, Any]) -> str:
         raise ObjectKeyError("object has no metadata.name")
     ns = meta.get("namespace")
     return f"{ns}/{name}" if ns else str(name)
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The transform kube-scheduler (pods) and kube-controller-manager (every informer) install:
+    drop metadata.managedFields, which no controller reads and which is a third of a pod."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 def split_meta_namespace_key(key: str) -> tuple[str, str]:
@@ -89,6 +100,7 @@ class Replacement:
     def add(self, obj: dict[str, Any], *, raw: bytes | None = None) -> str:
         """Add one object (with its JSON bytes when the caller has them); returns its key."""
         ix = self._indexer
+        obj, raw = ix.prepare(obj, raw)
         key = ix.key_func(obj)
         if key in self.items:  # a duplicate in one list: unindex the earlier copy (rare, so brute force)
             self.remove(key)
@@ -120,6 +132,8 @@ class Indexer:
         self.codec = codec or CompactCodec()
         self.key_func = key_func
         self.lru_size = lru_size
+        self.transform: TransformFunc | None = None
+        """Applied to every object before it is stored (`prepare`); set it before the first write."""
         self._items: dict[str, bytes] = {}
         self._lru: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._indexers: dict[str, IndexFunc] = {}
@@ -188,13 +202,22 @@ class Indexer:
         while len(self._lru) > self.lru_size:
             self._lru.popitem(last=False)
 
+    def prepare(self, obj: dict[str, Any], raw: bytes | None) -> tuple[dict[str, Any], bytes | None]:
+        """(the object to store, its JSON bytes if still valid): `transform` applied, whose
+        result no longer matches the bytes the server sent."""
+        if self.transform is None:
+            return obj, raw
+        return self.transform(obj), None
+
     def put(self, obj: dict[str, Any], *, raw: bytes | None = None) -> bytes | None:
         """Add or update `obj` (raw: its JSON bytes, saves an encode). Returns the previous entry."""
+        obj, raw = self.prepare(obj, raw)
         return self.swap(obj, raw=raw)[0]
 
     def swap(self, obj: dict[str, Any], *, raw: bytes | None = None) -> tuple[bytes | None, dict[str, Any] | None]:
         """`put`, returning the previous entry and, when the LRU still holds it decoded, the previous
-        object (so an update's old object costs no decode; None when it is not cached)."""
+        object (so an update's old object costs no decode; None when it is not cached). `obj` must
+        have been through `prepare` (put does it)."""
         key = self.key_func(obj)
         old = self._items.get(key)
         old_obj = None

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubecore.client.clock import REAL_CLOCK, Clock
-from kubecore.client.indexer import DeletedFinalStateUnknown, Indexer, IndexFunc, Replacement
+from kubecore.client.indexer import DeletedFinalStateUnknown, Indexer, IndexFunc, Replacement, TransformFunc
 from kubecore.client.reflector import ListerWatcher, Reflector
 from kubecore.client.resource import Selectors
 from kubecore.client.watch import DELETED, WatchEvent
@@ -193,6 +193,13 @@ class SharedIndexInformer:
         self._started = False
         self._resync_wanted = asyncio.Event()
 
+    def set_transform(self, transform: TransformFunc | None) -> None:
+        """What the cache keeps of each object (client-go's SetTransform; `strip_managed_fields` is
+        the usual one). Handlers see transformed objects. Only before the informer started."""
+        if self._started:
+            raise RuntimeError(f"{self.name}: the transform cannot change after the informer started")
+        self.indexer.transform = transform
+
     # -- handlers ------------------------------------------------------------------------------------
     def add_event_handler(self, handler: ResourceEventHandler, *, resync_period: float | None = None) -> Registration:
         period = self.resync_period if resync_period is None else resync_period
@@ -251,13 +258,13 @@ class SharedIndexInformer:
             self._synced_event.set()
 
     def on_event(self, event: WatchEvent) -> None:
-        obj = event.object
+        obj, raw = self.indexer.prepare(event.object, event.raw)
         if event.type == DELETED:
             previous = self.indexer.delete(obj)
             for lis in self._listeners:
                 lis.add(DELETE, None, obj)
             return
-        previous, previous_obj = self.indexer.swap(obj, raw=event.raw)
+        previous, previous_obj = self.indexer.swap(obj, raw=raw)
         entry = self.indexer.entry(self.indexer.key_func(obj))
         old: Ref = previous_obj if previous_obj is not None else previous
         for lis in self._listeners:

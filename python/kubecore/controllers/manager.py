@@ -31,6 +31,7 @@ from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.config import ClientConfig
 from kubecore.client.events import EventBroadcaster
 from kubecore.client.factory import SharedInformerFactory
+from kubecore.client.indexer import strip_managed_fields
 from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
                                             compete_and_lead)
 from kubecore.client.rest import RestClient
@@ -93,7 +94,9 @@ class ControllerManager:
     async def _lead(self, rest: RestClient) -> None:
         """One leadership term: build a context, run every controller until cancelled."""
         log.info("controller manager %s: leading; starting controllers", self.identity)
-        factory = SharedInformerFactory(rest, clock=self.clock)
+        # kube-controller-manager trims managedFields from every shared informer (memory; no
+        # controller reads them): the same transform here.
+        factory = SharedInformerFactory(rest, clock=self.clock, transform=strip_managed_fields)
         broadcaster = EventBroadcaster(RestApiSink(rest), clock=self.clock)
         host = socket.gethostname()
         ctx = ControllerContext(rest=rest, informers=factory, clock=self.clock,

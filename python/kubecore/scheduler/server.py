@@ -31,7 +31,7 @@ from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.config import ClientConfig
 from kubecore.client.events import EventBroadcaster
 from kubecore.client.factory import SharedInformerFactory
-from kubecore.client.indexer import NAMESPACE_INDEX
+from kubecore.client.indexer import NAMESPACE_INDEX, strip_managed_fields
 from kubecore.client.informer import SharedIndexInformer
 from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
                                             compete_and_lead)
@@ -125,6 +125,8 @@ class LiveScheduler:
     async def _informer(self, api_version: str, resource: str) -> SharedIndexInformer:
         informer = await self.factory.informer_for(api_version, resource)
         if resource == "pods":
+            # kube-scheduler's pod informer drops managedFields (a third of a pod, never read).
+            informer.set_transform(strip_managed_fields)
             # A pod's bind event follows its add by up to a few seconds of scheduling at thousands of
             # pods/s: keep that many decoded, so the update's old object costs no second decode.
             informer.indexer.lru_size = max(informer.indexer.lru_size, POD_LRU_SIZE)

@@ -9,11 +9,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
+
 from kubecore.client import informer as informer_mod
 from kubecore.client.clock import FakeClock
 from kubecore.client.config import ClientConfig
 from kubecore.client.factory import SharedInformerFactory
-from kubecore.client.indexer import DeletedFinalStateUnknown
+from kubecore.client.indexer import DeletedFinalStateUnknown, strip_managed_fields
 from kubecore.client.informer import EventHandlerFuncs, SharedIndexInformer
 from kubecore.client.rest import RestClient
 from tests.unit.client.fakeapi import FakeApi, InstantClock, eventually, serve
@@ -185,3 +187,41 @@ async def test_factory_shares_one_informer_and_one_watch_per_resource() -> None:
             await eventually(lambda: len(one.indexer) == 2, what="watch event")
             await factory.shutdown()
     assert len(api.queries(watch=True)) == 1
+
+
+MANAGED = [{"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:data": {"f:k": {}}}}]
+
+
+async def test_a_transform_shapes_what_the_cache_and_handlers_get_from_lists_and_watches() -> None:
+    api = FakeApi()
+    listed = await api.put("a")
+    listed["metadata"]["managedFields"] = MANAGED  # served by the first LIST
+    async with informer_on(api, clock=FakeClock()) as inf:
+        inf.set_transform(strip_managed_fields)
+        seen: list[dict[str, Any]] = []
+        inf.add_event_handler(EventHandlerFuncs(on_add_func=lambda o, _i: seen.append(o),
+                                                on_update_func=lambda _o, n: seen.append(n)))
+        inf.start()
+        assert await inf.wait_for_sync(10)
+        watched = await api.put("b", {"k": "v"})
+        watched["metadata"]["managedFields"] = MANAGED
+        await api.put("a", {"k": "2"})
+        await eventually(lambda: len(seen) == 3, what="events")
+        with pytest.raises(RuntimeError):
+            inf.set_transform(None)  # client-go: not after the informer started
+        cached = [inf.indexer.get_by_key(k) for k in ("default/a", "default/b")]
+        fresh = [inf.indexer.copy_by_key(k) for k in ("default/a", "default/b")]  # decoded from the entries
+    for obj in [*seen, *cached, *fresh]:
+        assert obj is not None and "managedFields" not in obj["metadata"], obj
+    assert [o["metadata"]["name"] for o in seen] == ["a", "b", "a"]
+
+
+async def test_factory_transform_reaches_every_full_informer() -> None:
+    api = FakeApi()
+    async with serve(api) as url:
+        async with RestClient(ClientConfig(server=url, qps=0)) as rest:
+            factory = SharedInformerFactory(rest, clock=FakeClock(), transform=strip_managed_fields)
+            inf = await factory.informer_for("v1", "configmaps")
+            assert inf.indexer.transform is strip_managed_fields
+            await factory.shutdown()
