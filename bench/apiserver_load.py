@@ -601,6 +601,20 @@ def run_wrk_creates(server: Server, url: str, body: bytes, *, seconds: int, thre
     return out
 
 
+async def request_counts(rest: Any) -> dict[str, int]:
+    """The API server's apiserver_request_total summed by "verb resource[/subresource]"."""
+    text = (await rest.request("GET", "/metrics")).body.decode()
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.index("}")].split(","))
+        sub = labels["subresource"].strip('"')
+        key = f'{labels["verb"].strip(chr(34))} {labels["resource"].strip(chr(34))}' + (f"/{sub}" if sub else "")
+        out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
 class Profiler:
     """`py-spy record --format raw` on the server for one phase; SIGINT makes it write the file."""
 

@@ -52,7 +52,8 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import CLK_TCK, ROOT, Profiler, Server, log, machine_busy_seconds, pod, top_functions
+from bench.apiserver_load import (CLK_TCK, ROOT, Profiler, Server, log, machine_busy_seconds, pod, request_counts,
+                                  top_functions)
 from kubecore.client.config import ClientConfig
 from kubecore.client.rest import RestClient
 
@@ -343,20 +344,6 @@ async def phase_many(rest: RestClient, server: Server, cm: ControllerManager, *,
             "seconds_to_create_deployments": round(t_created - t0, 2),
             "seconds_to_all_pods": round(t_pods - t0, 2), "pods_per_s": round(total / (t_pods - t0), 1),
             "seconds_to_status": round(t_status - t0, 2), **cpu}
-
-
-async def request_counts(rest: RestClient) -> dict[str, int]:
-    """The API server's apiserver_request_total summed by "verb resource[/subresource]"."""
-    text = (await rest.request("GET", "/metrics")).body.decode()
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{"):
-            continue
-        labels = dict(kv.split("=", 1) for kv in line[line.index("{") + 1:line.index("}")].split(","))
-        sub = labels["subresource"].strip('"')
-        key = f'{labels["verb"].strip(chr(34))} {labels["resource"].strip(chr(34))}' + (f"/{sub}" if sub else "")
-        out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
-    return out
 
 
 def _start_profilers(server: Server, cm: ControllerManager, profile_dir: str | None) -> dict[str, Profiler]:

@@ -50,7 +50,7 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import Profiler, Server, machine_busy_seconds, top_functions
+from bench.apiserver_load import Profiler, Server, machine_busy_seconds, request_counts, top_functions
 from bench.scheduler_perf_collect import BoundPods, SchedulerProcess, ThroughputCollector, cancel, summarize
 from bench.scheduler_perf_collect import _log as log
 from bench.scheduler_perf_workloads import (GANG_SIZE, HIGH_PRIORITY_CLASS, POD_GROUP_LABEL, ZONE, PodSet, Workload,
@@ -168,6 +168,7 @@ async def measure(w: Workload, args: argparse.Namespace, *, rest: RestClient, se
     server_profiler = _start_profiler(server.pid, args, f"apiserver_{w.name}")
     churned = [0]
     churn_task = asyncio.ensure_future(churn(rest, w.churn, w.churn_per_s, churned)) if w.churn else None
+    requests0 = await request_counts(rest)
     window = Window(server, sched)
     collector = ThroughputCollector(bound, w.measured.namespace)
     collector.start()
@@ -179,6 +180,9 @@ async def measure(w: Workload, args: argparse.Namespace, *, rest: RestClient, se
     elapsed = t_bound - t0
     cpu = window.figures(elapsed)
     await cancel(churn_task)
+    requests1 = await request_counts(rest)
+    per_pod = {k: round((n - requests0.get(k, 0)) / w.measured.count, 2) for k, n in sorted(requests1.items())
+               if n - requests0.get(k, 0) >= w.measured.count // 100}
     summary = summarize(collector.samples)
     avg = summary["Average"]
     log(f"{w.name}: {w.measured.count} pods bound in {elapsed:.2f} s; SchedulingThroughput average {avg} pods/s "
@@ -190,7 +194,7 @@ async def measure(w: Workload, args: argparse.Namespace, *, rest: RestClient, se
         "pods_per_s_overall": round(w.measured.count / elapsed, 1), "seconds_to_all_bound": round(elapsed, 2),
         "create": {"pods_per_s": round(w.measured.count / created_s, 1), "seconds": round(created_s, 2),
                    "concurrency": args.concurrency},
-        "cpu": cpu,
+        "cpu": cpu, "requests_per_pod": per_pod,
     }
     if churn_task is not None:
         out["churn_created"] = churned[0]
