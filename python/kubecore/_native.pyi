@@ -536,6 +536,15 @@ class NativeSchedSnapshot:
     def remove_pods(self, keys: list[str]) -> int:
         """Remove many pods; how many were there."""
 
+    def nominate(self, pods: list[tuple[str, bytes, str]]) -> int:
+        """Count exactly these (key, pod JSON, node) as nominated pods until `end_nominated`,
+        adding and removing only what changed since the last cycle (a key counted as a real pod
+        is skipped); how many are counted."""
+
+    def end_nominated(self) -> None:
+        """The cycle's nominated pods stop counting: any later call except `set_node`,
+        `remove_node`, `add_pod`, `remove_pod` and `nominate` takes them off first."""
+
     def node_count(self) -> int: ...
     def pod_count(self) -> int: ...
     def node_names(self) -> list[str]:
@@ -569,6 +578,14 @@ class NativeSchedSnapshot:
     ) -> list[list[int]]:
         """Per (node, pod keys in reprieve order), all removed at first: each pod is put back in
         order and kept if the pod still fits; the indices of the others (the victims)."""
+
+    def preempt_select(
+        self, profile: NativeSchedProfile, pod_json: bytes, nodes: Sequence[tuple[str, bool]], wanted: int,
+        now: float
+    ) -> tuple[tuple[str, list[str]] | None, int, int, list[tuple[str, list[str], bool]]]:
+        """Preemption without PDBs in one call: nodes (name, status implicit) in visiting order,
+        the first `wanted` that fit are the candidates; ((node, victim keys) or None, candidates,
+        classified potential nodes, [(node, reasons, unresolvable)] when there is no candidate)."""
 
     def requested(self, node: str) -> dict[str, int]:
         """cpu (millicores), memory/ephemeral-storage (bytes), pods (count), scalar resources."""

@@ -8,7 +8,9 @@ never touches the compiled classes and can run (with Python plugins only) where 
   shared snapshot. `schedule` runs every native filter and score for one pod in one call (GIL
   released, parallel, upstream's numFeasibleNodesToFind and rotating start); `schedule_batch`
   does it for many pods, each assumed at once so the next sees it; `filter_node` answers "does
-  the pod fit on this node, without these pods" for preemption's dry runs.
+  the pod fit on this node, without these pods" for preemption's dry runs; `dry_run_lower` and
+  `reprieve` do preemption's dry runs for many nodes in one call (pod parsed once, results in
+  input order), and `preempt_select` does all of preemption's search when no PDB exists.
 - Native results report rejected nodes as reason counts. `classify` maps upstream's reason
   strings back to the plugin that gives them and to its code (Unschedulable, or
   UnschedulableAndUnresolvable for NodeName, NodeUnschedulable, NodeAffinity, TaintToleration,
@@ -31,7 +33,7 @@ from kubecore.scheduler.status import Code, Status
 
 __all__ = ["NativeUnavailable", "NativeSnapshot", "NativeResult", "NativeKernels", "native_available",
            "new_snapshot", "native_filter_plugins", "native_score_plugins", "classify", "plugin_for_reason",
-           "NATIVE_UNRESOLVABLE_PLUGINS"]
+           "rejection_status", "NATIVE_UNRESOLVABLE_PLUGINS"]
 
 
 class NativeUnavailable(RuntimeError):
@@ -57,6 +59,8 @@ class NativeSnapshot(Protocol):
     def add_pod(self, key: str, pod_json: bytes, node: str) -> None: ...
     def remove_pod(self, key: str) -> bool: ...
     def add_pods_cached(self, pods: list[tuple[str, bytes, str]]) -> list[str]: ...
+    def nominate(self, pods: list[tuple[str, bytes, str]]) -> int: ...
+    def end_nominated(self) -> None: ...
     def remove_pods(self, keys: list[str]) -> int: ...
     def node_count(self) -> int: ...
     def pod_count(self) -> int: ...
@@ -65,6 +69,12 @@ class NativeSnapshot(Protocol):
     def schedule_batch(self, profile: Any, pods: list[tuple[str, bytes]]) -> list[NativeResult]: ...
     def filter_node(self, profile: Any, pod_json: bytes, node: str, *,
                     without: list[str] = ...) -> list[str]: ...
+    def dry_run_lower(self, profile: Any, pod_json: bytes,
+                      nodes: list[str]) -> tuple[bytes, list[tuple[list[str], bool]]]: ...
+    def reprieve(self, profile: Any, pod_json: bytes, nodes: list[tuple[str, list[str]]]) -> list[list[int]]: ...
+    def preempt_select(self, profile: Any, pod_json: bytes, nodes: list[tuple[str, bool]], wanted: int,
+                       now: float) -> tuple[tuple[str, list[str]] | None, int, int,
+                                            list[tuple[str, list[str], bool]]]: ...
 
 
 def _module() -> Any:
@@ -151,6 +161,14 @@ def classify(reasons: Sequence[str], *, default_plugin: str = "") -> Status | No
     return Status(code, *reasons, plugin=plugin)
 
 
+def rejection_status(reasons: Sequence[str], *, unresolvable: bool) -> Status:
+    """The status of a node a native dry run rejected: the failing filter's reasons, named after
+    their plugin, UnschedulableAndUnresolvable when that filter said so."""
+    st = classify(reasons) or Status(U)
+    st.code = UU if unresolvable else U
+    return st
+
+
 # ---- one profile's kernels ---------------------------------------------------------------------
 
 def _accepts(cls: Any, kwarg: str) -> bool:
@@ -222,6 +240,30 @@ class NativeKernels:
         """The reasons the pod does not fit on `node` once `without` are gone ([] = fits)."""
         return self.snapshot.filter_node(self.profile, raw, node, without=list(without))
 
+    @property
+    def batch_dry_runs(self) -> bool:
+        """Whether the compiled module has the many-node dry runs (`dry_run_lower`, `reprieve`,
+        `preempt_select`)."""
+        return hasattr(self.snapshot, "preempt_select")
+
+    def dry_run_lower(self, raw: bytes, nodes: list[str]) -> tuple[bytes, list[tuple[list[str], bool]]]:
+        """Per node, the pod's fit once every pod of lower priority is gone: one byte per node
+        (0 no such pod, 1 fits, 2 rejected) and, per rejected node in order, (reasons,
+        unresolvable)."""
+        return self.snapshot.dry_run_lower(self.profile, raw, nodes)
+
+    def reprieve(self, raw: bytes, nodes: list[tuple[str, list[str]]]) -> list[list[int]]:
+        """Per (node, lower-priority pod keys in reprieve order): the indices of the pods that must
+        go for the pod to fit, putting the others back in order (upstream's reprievePod)."""
+        return self.snapshot.reprieve(self.profile, raw, nodes)
+
+    def preempt_select(self, raw: bytes, nodes: list[tuple[str, bool]], *, wanted: int,
+                       now: float) -> tuple[tuple[str, list[str]] | None, int, int, list[tuple[str, list[str], bool]]]:
+        """Preemption without PDBs in one call: nodes (name, cycle status implicit) in visiting
+        order; ((chosen node, victim keys most important first) or None, candidates, classified
+        potential nodes, [(node, reasons, unresolvable)] of the rejected ones when no candidate)."""
+        return self.snapshot.preempt_select(self.profile, raw, nodes, wanted, now)
+
     def node_status(self, raw: bytes, node: str, without: Iterable[str] = (), *,
                     everyone: Iterable[str] | None = None) -> Status | None:
         """The node's status as upstream's filters give it. A resource shortage is
@@ -246,12 +288,22 @@ class NativeKernels:
 
     @contextmanager
     def nominated(self, pods: Sequence[tuple[str, bytes, str]]) -> Iterator[None]:
-        """Count nominated pods (key, json, node) on their nodes while the block runs."""
-        added: list[str] = []
+        """Count nominated pods (key, json, node) on their nodes while the block runs.
+
+        The snapshot keeps them past the block and, at the next cycle, only adds and removes
+        what changed; any other use of the snapshot takes them off first (`nominate`)."""
+        if not pods:
+            yield
+            return
+        if not hasattr(self.snapshot, "nominate"):  # a module built before `nominate`
+            added = self.snapshot.add_pods_cached(list(pods))
+            try:
+                yield
+            finally:
+                self.snapshot.remove_pods(added)
+            return
+        self.snapshot.nominate(list(pods))
         try:
-            if pods:
-                added = self.snapshot.add_pods_cached(list(pods))
             yield
         finally:
-            if added:
-                self.snapshot.remove_pods(added)
+            self.snapshot.end_nominated()

@@ -18,6 +18,7 @@ from kubecore.scheduler.podinfo import Obj, pod_key, pod_priority
 __all__ = ["Nominator"]
 
 _encode = msgspec.json.encode
+_MAX_LISTS = 64
 
 
 def status_nominated_node(pod: Obj) -> str:
@@ -33,6 +34,9 @@ class Nominator:
         self._raw: dict[str, bytes] = {}
         """key -> the nominated pod's JSON for the kernels, encoded once per pod version."""
         self._priority: dict[str, int] = {}
+        self._lists: dict[tuple[int, str], list[tuple[str, bytes, str]]] = {}
+        """`higher_or_equal_raw` answers by (priority, exclude), until the nominations change: a
+        cycle asks twice (its filters, then preemption's dry runs)."""
 
     def add(self, pod: Obj, info: NominatingInfo | None = None) -> None:
         key = pod_key(pod)
@@ -43,6 +47,7 @@ class Nominator:
             node = status_nominated_node(pod)
         if not node:
             return
+        self._lists.clear()
         self._by_node.setdefault(node, {})[key] = pod
         self._node_of[key] = node
         self._raw.pop(key, None)
@@ -55,12 +60,15 @@ class Nominator:
         if status_nominated_node(new) or node is None:
             self.add(new)
             return
+        self._lists.clear()
         self._by_node[node][key] = new
         self._raw.pop(key, None)
         self._priority[key] = pod_priority(new)
 
     def delete(self, key: str) -> None:
         node = self._node_of.pop(key, None)
+        if node is not None:
+            self._lists.clear()
         self._raw.pop(key, None)
         self._priority.pop(key, None)
         if node is None:
@@ -83,7 +91,12 @@ class Nominator:
                 if k != exclude and prio[k] >= priority]
 
     def higher_or_equal_raw(self, priority: int, *, exclude: str) -> list[tuple[str, bytes, str]]:
-        """`higher_or_equal` with each pod as JSON bytes (cached until the nomination changes)."""
+        """`higher_or_equal` with each pod as JSON bytes (each encoded once per pod version).
+        The list is shared until the nominations change: callers must not modify it."""
+        ck = (priority, exclude)
+        out = self._lists.get(ck)
+        if out is not None:
+            return out
         out = []
         raw = self._raw
         for k, p, n in self.higher_or_equal(priority, exclude=exclude):
@@ -91,6 +104,9 @@ class Nominator:
             if b is None:
                 b = raw[k] = _encode(p)
             out.append((k, b, n))
+        if len(self._lists) >= _MAX_LISTS:
+            self._lists.clear()
+        self._lists[ck] = out
         return out
 
     def __len__(self) -> int:

@@ -10,7 +10,8 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
-use kubecore_sched::{Error, Profile, ProfileConfig, ScheduleResult, Snapshot, FILTER_PLUGINS, SCORE_PLUGINS};
+use kubecore_sched::pod::ParsedPod;
+use kubecore_sched::{DryRun, Error, Profile, ProfileConfig, ScheduleResult, Snapshot, FILTER_PLUGINS, SCORE_PLUGINS};
 
 fn to_py(e: Error) -> PyErr {
     match e {
@@ -111,8 +112,19 @@ pub struct NativeSchedSnapshot {
 
 impl NativeSchedSnapshot {
     /// Runs `f` on the snapshot without the GIL (the lock is taken after releasing it, so a
-    /// thread waiting for the lock never blocks Python).
+    /// thread waiting for the lock never blocks Python), the last cycle's nominated pods taken
+    /// off first (`Snapshot::settle`).
     fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Snapshot) -> T + Send) -> T {
+        py.detach(|| {
+            let mut s = lock(&self.inner);
+            s.settle();
+            f(&mut s)
+        })
+    }
+
+    /// As `with`, leaving a finished cycle's nominated pods counted: for changes that commute
+    /// with them (nodes, real pods) and for the nominated pods themselves.
+    fn with_lazy<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Snapshot) -> T + Send) -> T {
         py.detach(|| f(&mut lock(&self.inner)))
     }
 }
@@ -124,6 +136,12 @@ fn lock(m: &Mutex<Snapshot>) -> MutexGuard<'_, Snapshot> {
 fn results(py: Python<'_>, rs: Vec<ScheduleResult>) -> PyResult<Vec<Py<NativeScheduleResult>>> {
     rs.into_iter().map(|r| Py::new(py, NativeScheduleResult(r))).collect()
 }
+
+/// A rejected node's (reasons, unresolvable).
+type Rejection = (Vec<String>, bool);
+/// `preempt_select`'s answer: ((node, victim keys) or None, candidates, classified,
+/// [(node, reasons, unresolvable)]).
+type Selected = (Option<(String, Vec<String>)>, usize, usize, Vec<(String, Vec<String>, bool)>);
 
 fn pairs_dict<'py>(py: Python<'py>, pairs: Vec<(String, i64)>) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -145,29 +163,46 @@ impl NativeSchedSnapshot {
 
     fn set_node(&self, py: Python<'_>, node_json: &Bound<'_, PyBytes>) -> PyResult<()> {
         let raw = node_json.as_bytes();
-        self.with(py, |s| s.set_node_json(raw)).map_err(to_py)
+        self.with_lazy(py, |s| s.set_node_json(raw)).map_err(to_py)
     }
 
     fn remove_node(&self, py: Python<'_>, name: &str) -> bool {
-        self.with(py, |s| s.remove_node(name))
+        self.with_lazy(py, |s| s.remove_node(name))
     }
 
     fn add_pod(&self, py: Python<'_>, key: &str, pod_json: &Bound<'_, PyBytes>, node: &str) -> PyResult<()> {
         let raw = pod_json.as_bytes();
-        self.with(py, |s| s.add_pod_json(key, raw, node)).map_err(to_py)
+        self.with_lazy(py, |s| {
+            s.forget_nominated(key);
+            s.add_pod_json(key, raw, node)
+        })
+        .map_err(to_py)
     }
 
     fn remove_pod(&self, py: Python<'_>, key: &str) -> bool {
-        self.with(py, |s| s.remove_pod(key))
+        self.with_lazy(py, |s| {
+            s.forget_nominated(key);
+            s.remove_pod(key)
+        })
+    }
+
+    /// Counts exactly these (key, pod JSON, node) as nominated pods until `end_nominated`
+    /// (adding and removing only what changed since the last cycle); how many are counted.
+    fn nominate(&self, py: Python<'_>, pods: Vec<(String, Bound<'_, PyBytes>, String)>) -> usize {
+        let refs: Vec<(&str, &[u8], &str)> = pods.iter().map(|(k, b, n)| (k.as_str(), b.as_bytes(), n.as_str())).collect();
+        self.with_lazy(py, |s| s.nominate(&refs))
+    }
+
+    /// The cycle's nominated pods stop counting (taken off before the next read).
+    fn end_nominated(&self, py: Python<'_>) {
+        self.with_lazy(py, |s| s.end_nominated())
     }
 
     /// Adds (key, pod JSON, node) triples in one call, reusing the parse of bytes seen before
     /// under the same key; returns the keys added (unparseable pods are skipped).
-    fn add_pods_cached(&self, py: Python<'_>, pods: Vec<(String, Vec<u8>, String)>) -> Vec<String> {
-        self.with(py, |s| {
-            let refs: Vec<(&str, &[u8], &str)> = pods.iter().map(|(k, b, n)| (k.as_str(), b.as_slice(), n.as_str())).collect();
-            s.add_pods_cached(&refs)
-        })
+    fn add_pods_cached(&self, py: Python<'_>, pods: Vec<(String, Bound<'_, PyBytes>, String)>) -> Vec<String> {
+        let refs: Vec<(&str, &[u8], &str)> = pods.iter().map(|(k, b, n)| (k.as_str(), b.as_bytes(), n.as_str())).collect();
+        self.with(py, |s| s.add_pods_cached(&refs))
     }
 
     /// Removes many pods in one call; returns how many were there.
@@ -227,6 +262,79 @@ impl NativeSchedSnapshot {
         let keys: Vec<&str> = without.iter().map(String::as_str).collect();
         let p = &profile.inner;
         self.with(py, |s| s.filter_node(p, raw, node, &keys)).map_err(to_py)
+    }
+
+    /// Preemption's first dry run on each node (in order), every lower-priority pod removed:
+    /// (one byte per node: 0 no such pod, 1 fits, 2 rejected; per rejected node in order,
+    /// (reasons, unresolvable)).
+    fn dry_run_lower<'py>(
+        &self,
+        py: Python<'py>,
+        profile: &NativeSchedProfile,
+        pod_json: &Bound<'_, PyBytes>,
+        nodes: Vec<String>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Vec<Rejection>)> {
+        let raw = pod_json.as_bytes();
+        let names: Vec<&str> = nodes.iter().map(String::as_str).collect();
+        let p = &profile.inner;
+        let runs = self
+            .with(py, |s| ParsedPod::from_json(raw).and_then(|pod| s.dry_run_lower(p, &pod, &names)))
+            .map_err(to_py)?;
+        let mut kinds = Vec::with_capacity(runs.len());
+        let mut rejected = Vec::new();
+        for r in runs {
+            kinds.push(match r {
+                DryRun::NoVictims => 0u8,
+                DryRun::Fits => 1,
+                DryRun::Rejected(f) => {
+                    rejected.push((f.reasons.iter().map(|r| r.as_str().to_string()).collect(), f.unresolvable));
+                    2
+                }
+            });
+        }
+        Ok((PyBytes::new(py, &kinds), rejected))
+    }
+
+    /// Per (node, victim keys in reprieve order): the indices of the pods that stay victims.
+    fn reprieve(
+        &self,
+        py: Python<'_>,
+        profile: &NativeSchedProfile,
+        pod_json: &Bound<'_, PyBytes>,
+        nodes: Vec<(String, Vec<String>)>,
+    ) -> PyResult<Vec<Vec<usize>>> {
+        let raw = pod_json.as_bytes();
+        let items: Vec<(&str, Vec<&str>)> =
+            nodes.iter().map(|(n, ks)| (n.as_str(), ks.iter().map(String::as_str).collect())).collect();
+        let p = &profile.inner;
+        self.with(py, |s| ParsedPod::from_json(raw).and_then(|pod| s.reprieve(p, &pod, &items))).map_err(to_py)
+    }
+
+    /// Preemption in one call when no PDB exists: ((node, victim keys) or None, candidates,
+    /// classified, [(node, reasons, unresolvable)] of the rejected nodes when no candidate).
+    /// `nodes` are (name, status implicit) in visiting order; `now` in Unix seconds.
+    fn preempt_select(
+        &self,
+        py: Python<'_>,
+        profile: &NativeSchedProfile,
+        pod_json: &Bound<'_, PyBytes>,
+        nodes: Vec<(String, bool)>,
+        wanted: usize,
+        now: f64,
+    ) -> PyResult<Selected> {
+        let raw = pod_json.as_bytes();
+        let items: Vec<(&str, bool)> = nodes.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+        let p = &profile.inner;
+        let now_ns = (now * 1e9).round() as i64;
+        let sel = self
+            .with(py, |s| ParsedPod::from_json(raw).and_then(|pod| s.preempt_select(p, &pod, &items, wanted, now_ns)))
+            .map_err(to_py)?;
+        let rejected = sel
+            .rejected
+            .into_iter()
+            .map(|(n, f)| (n, f.reasons.iter().map(|r| r.as_str().to_string()).collect(), f.unresolvable))
+            .collect();
+        Ok((sel.chosen, sel.candidates, sel.classified, rejected))
     }
 
     fn requested<'py>(&self, py: Python<'py>, node: &str) -> PyResult<Bound<'py, PyDict>> {

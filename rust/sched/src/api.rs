@@ -10,6 +10,21 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
+/// An int32, or None for any other JSON value (never an error).
+fn lenient_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_i64().and_then(|n| i32::try_from(n).ok()))
+}
+
+/// A string, or None for any other JSON value (never an error).
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match v {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
 /// A quantity's text (`"100m"`, or a JSON number's digits).
 #[derive(Debug, Clone, PartialEq)]
 pub struct QtyText(pub String);
@@ -97,10 +112,19 @@ pub struct ContainerImage {
 pub struct Pod {
     pub metadata: Option<ObjectMeta>,
     pub spec: Option<PodSpec>,
+    pub status: Option<PodStatus>,
     /// Not an API field: the cluster default spread constraints the scheduler resolved for a pod
     /// without its own (they need the pod's Services and owners, which the kernels lack).
     #[serde(rename = "kubecoreDefaultSpread")]
     pub default_spread: Option<DefaultSpread>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PodStatus {
+    /// status.startTime (RFC 3339); anything but a string reads as absent.
+    #[serde(deserialize_with = "lenient_string")]
+    pub start_time: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -124,6 +148,10 @@ pub struct PodSpec {
     /// Pod-level resources (PodLevelResources, on by default upstream).
     pub resources: Option<Resources>,
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// spec.priority (admission resolves it from the PriorityClass); anything but an int32
+    /// reads as absent, as the scheduler's Python side treats it.
+    #[serde(deserialize_with = "lenient_i32")]
+    pub priority: Option<i32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -17,12 +17,12 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::filter::{self, Failure, Removed};
+use crate::filter::{self, Failure};
 use crate::pod::ParsedPod;
 use crate::profile::Profile;
 use crate::query::Query;
 use crate::score;
-use crate::snapshot::{PodEntry, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::Error;
 
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -232,33 +232,5 @@ impl Snapshot {
             out.push(r);
         }
         Ok(out)
-    }
-
-    /// The reasons `pod` does not fit `node` with the pods `without` (keys) taken off it;
-    /// empty when it fits. Pods in `without` that are not on the node are ignored.
-    pub fn filter_node(&self, profile: &Profile, pod_json: &[u8], node: &str, without: &[&str]) -> Result<Vec<String>, Error> {
-        let slot = self.slot(node)?;
-        let pod = ParsedPod::from_json(pod_json)?;
-        let mut q = Query::new(self, profile, &pod);
-        let victims: Vec<&PodEntry> = without.iter().filter_map(|k| self.pod(k)).filter(|p| p.slot == Some(slot as u32)).collect();
-        if let Some(mut sp) = q.spread.take() {
-            sp.remove(self, &q, slot, &victims, q.namespace);
-            q.spread = Some(sp);
-        }
-        if let Some(ip) = q.interpod.as_mut() {
-            ip.remove(self, slot, &victims, &pod);
-        }
-        let mut removed = Removed::default();
-        for p in victims {
-            let u = &p.usage;
-            removed.milli_cpu += u.milli_cpu;
-            removed.memory += u.memory;
-            removed.ephemeral += u.ephemeral_storage;
-            removed.pods += 1;
-            removed.scalars.extend(u.scalars.iter().copied());
-            removed.ports.extend(u.ports.iter().cloned());
-        }
-        let failure = filter::run(self, &q, slot, Some(&removed));
-        Ok(failure.map(|f| f.reasons.iter().map(|r| r.as_str().to_string()).collect()).unwrap_or_default())
     }
 }

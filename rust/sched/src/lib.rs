@@ -10,7 +10,9 @@
 //! Modules, leaves first: `quantity` (resource quantities), `api` (the JSON fields read),
 //! `resources` (a pod's effective requests), `pod`/`node` (parsed objects), `intern`,
 //! `nodeaffinity`, `taints`, `ports`, `images`, `zones` (visiting order), `columns`,
-//! `snapshot`, `profile`, `query` (a pod compiled for a cycle), `filter`, `score`, `cycle`.
+//! `snapshot`, `profile`, `query` (a pod compiled for a cycle), `filter`, `score`, `cycle`,
+//! `preempt` (preemption's dry runs, many nodes per call), `rfc3339`, `pick` (preemption's
+//! victims and node in one call), `overlay` (nominated pods counted per cycle).
 
 use std::fmt;
 
@@ -24,13 +26,17 @@ pub mod interpod;
 pub mod labelselector;
 pub mod node;
 pub mod nodeaffinity;
+pub mod overlay;
+pub mod pick;
 pub mod pod;
 pub mod podaffinity;
 pub mod ports;
+pub mod preempt;
 pub mod profile;
 pub mod quantity;
 pub mod query;
 pub mod resources;
+pub mod rfc3339;
 pub mod rng;
 pub mod score;
 pub mod snapshot;
@@ -39,6 +45,8 @@ pub mod taints;
 pub mod zones;
 
 pub use cycle::{num_feasible_nodes_to_find, ScheduleResult};
+pub use pick::Selection;
+pub use preempt::DryRun;
 pub use profile::{Profile, ProfileConfig, FILTER_PLUGINS, SCORE_PLUGINS};
 pub use snapshot::Snapshot;
 

@@ -6,6 +6,7 @@ use crate::nodeaffinity::{self, PodNodeSelector};
 use crate::podaffinity::PodTerms;
 use crate::ports::{self, HostPort};
 use crate::resources::{self, PodRequests};
+use crate::rfc3339;
 use crate::spread;
 use crate::taints::Tolerations;
 use crate::Error;
@@ -29,6 +30,10 @@ pub struct ParsedPod {
     pub affinity: PodTerms,
     /// metadata.deletionTimestamp is set.
     pub terminating: bool,
+    /// spec.priority, 0 when unset (upstream corev1helpers.PodPriority).
+    pub priority: i32,
+    /// status.startTime in Unix nanoseconds (None: unset or unparseable).
+    pub start_ns: Option<i64>,
 }
 
 /// ImageLocality's `normalizedImageName`: a name without a tag gets ":latest".
@@ -74,6 +79,8 @@ impl ParsedPod {
             spread: spread::parse_or_default(spec, pod.default_spread.as_ref(), &labels),
             affinity: PodTerms::parse(spec, meta.and_then(|m| m.namespace.as_deref()).unwrap_or_default(), &labels),
             terminating: meta.and_then(|m| m.deletion_timestamp.as_ref()).is_some(),
+            priority: spec.priority.unwrap_or(0),
+            start_ns: pod.status.as_ref().and_then(|st| st.start_time.as_deref()).and_then(rfc3339::parse_nanos),
             labels,
         })
     }

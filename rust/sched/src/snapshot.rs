@@ -13,6 +13,7 @@ use crate::columns::{Columns, Usage};
 use crate::images::Images;
 use crate::intern::Interner;
 use crate::node::ParsedNode;
+use crate::overlay::Overlay;
 use crate::pod::ParsedPod;
 use crate::podaffinity::PodTerms;
 use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
@@ -32,6 +33,10 @@ pub struct PodEntry {
     /// (key id, value id) sorted by key id.
     pub labels: Vec<(u32, u32)>,
     pub terminating: bool,
+    /// spec.priority (0 when unset): preemption's victims are the pods below the preemptor's.
+    pub priority: i32,
+    /// status.startTime in Unix nanoseconds (None: unset): ties among victims of one priority.
+    pub start_ns: Option<i64>,
     /// Its pod affinity terms (None: it has none).
     pub affinity: Option<Box<PodTerms>>,
 }
@@ -59,9 +64,11 @@ pub struct Snapshot {
     /// Where the next cycle starts in `order` (upstream's nextStartNodeIndex).
     pub(crate) next_start: usize,
     pub(crate) rng: Rng,
-    /// Parsed pods of `add_pods_cached`, by key, with the bytes they came from: the scheduler's
-    /// nominated pods are added for one cycle and removed after it, again and again.
-    parse_cache: HashMap<String, (Vec<u8>, ParsedPod)>,
+    /// Entries of `add_pods_cached`'s pods, by key, with the bytes they came from: the
+    /// scheduler's nominated pods are added for one cycle and removed after it, again and again.
+    parse_cache: HashMap<String, (Vec<u8>, PodEntry)>,
+    /// The nominated pods counted for the current or last cycle (see `overlay`).
+    pub(crate) overlay: Overlay,
 }
 
 /// `parse_cache` is emptied when it would grow past this many pods.
@@ -87,6 +94,7 @@ impl Snapshot {
             next_start: 0,
             rng: Rng::new(seed),
             parse_cache: HashMap::new(),
+            overlay: Overlay::default(),
         }
     }
 
@@ -237,29 +245,56 @@ impl Snapshot {
     pub fn add_pods_cached(&mut self, pods: &[(&str, &[u8], &str)]) -> Vec<String> {
         let mut added = Vec::with_capacity(pods.len());
         for &(key, json, node) in pods {
-            let parsed = match self.parse_cache.remove(key) {
-                Some((bytes, pod)) if bytes == json => Some((bytes, pod)),
-                _ => ParsedPod::from_json(json).ok().map(|pod| (json.to_vec(), pod)),
+            let cached = match self.parse_cache.get(key) {
+                Some((bytes, e)) if bytes.as_slice() == json => Some(e.clone()),
+                _ => None,
             };
-            let Some((bytes, pod)) = parsed else { continue };
-            self.add_pod(key, &pod, node);
-            if self.parse_cache.len() >= PARSE_CACHE_MAX {
-                self.parse_cache.clear();
-            }
-            self.parse_cache.insert(key.to_string(), (bytes, pod));
+            let entry = match cached {
+                Some(mut e) => {
+                    if e.node != node {
+                        e.node = node.to_string();
+                    }
+                    e
+                }
+                None => {
+                    let Ok(pod) = ParsedPod::from_json(json) else { continue };
+                    let e = self.entry(key, &pod, node);
+                    if self.parse_cache.len() >= PARSE_CACHE_MAX {
+                        self.parse_cache.clear();
+                    }
+                    self.parse_cache.insert(key.to_string(), (json.to_vec(), e.clone()));
+                    e
+                }
+            };
+            self.remove_pod(key);
+            self.insert(entry);
             added.push(key.to_string());
         }
         added
     }
 
-    /// Counts `pod` on `node` under `key` (replacing an earlier pod of the same key).
+    /// Whether `add_pods_cached` last saw `bytes` under `key`.
+    pub(crate) fn cached_bytes_are(&self, key: &str, bytes: &[u8]) -> bool {
+        self.parse_cache.get(key).is_some_and(|(b, _)| b.as_slice() == bytes)
+    }
+
+    /// Counts `pod` on `node` under `key` (replacing an earlier pod of the same key, a nominated
+    /// one included: the real pod wins).
     pub fn add_pod(&mut self, key: &str, pod: &ParsedPod, node: &str) {
+        self.overlay.pods.remove(key);
         self.remove_pod(key);
+        let entry = self.entry(key, pod, node);
+        self.insert(entry);
+    }
+
+    /// What counting `pod` takes, not yet counted (strings interned; ids are never reused, so an
+    /// entry stays valid for later insertion).
+    fn entry(&mut self, key: &str, pod: &ParsedPod, node: &str) -> PodEntry {
         let usage = self.usage(pod);
         let mut labels: Vec<(u32, u32)> =
             pod.labels.iter().map(|(k, v)| (self.strings.intern(k), self.strings.intern(v))).collect();
         labels.sort_unstable();
-        let entry = PodEntry {
+        PodEntry {
             key: key.to_string(),
             node: node.to_string(),
             slot: None,
@@ -267,9 +302,17 @@ impl Snapshot {
             namespace: self.strings.intern(&pod.namespace),
             labels,
             terminating: pod.terminating,
+            priority: pod.priority,
+            start_ns: pod.start_ns,
             affinity: (!pod.affinity.is_empty()).then(|| Box::new(pod.affinity.clone())),
-        };
+        }
+    }
+
+    /// Counts an entry whose key is not counted.
+    fn insert(&mut self, entry: PodEntry) {
         let has_affinity = entry.affinity.is_some();
+        let key = entry.key.clone();
+        let node = entry.node.clone();
         let id = match self.free_pods.pop() {
             Some(id) => {
                 self.pods[id as usize] = Some(entry);
@@ -280,13 +323,13 @@ impl Snapshot {
                 u32::try_from(self.pods.len() - 1).expect("fewer than 2^32 pods")
             }
         };
-        self.pod_ids.insert(key.to_string(), id);
+        self.pod_ids.insert(key, id);
         if has_affinity {
             self.affinity_pods.insert(id);
         }
-        match self.by_name.get(node) {
+        match self.by_name.get(node.as_str()) {
             Some(&slot) => self.attach(id, slot),
-            None => self.orphans.entry(node.to_string()).or_default().push(id),
+            None => self.orphans.entry(node).or_default().push(id),
         }
     }
 

@@ -223,3 +223,33 @@ def test_calls_from_threads_are_serialized(profile: NativeSchedProfile) -> None:
     # 50 nodes x 10 pods of 100m: every pod placed, no node over 1 cpu.
     assert s.pod_count() == 400
     assert all(s.requested(n)["cpu"] <= 1000 for n in s.node_names())
+
+
+def test_nominated_pods_count_only_inside_the_block(snap: NativeSchedSnapshot, profile: NativeSchedProfile) -> None:
+    from kubecore.scheduler.native import NativeKernels
+    kernels = NativeKernels(snap, filters=["NodeResourcesFit"], scores=[], args={}, percentage_of_nodes_to_score=0)
+    snap.set_node(node("n1", cpu="4"))
+    big = pod("big", cpu="3")
+    for _ in range(2):  # the second block reuses what the first left counted
+        with kernels.nominated([("default/nominee", pod("nominee", cpu="2"), "n1")]):
+            assert kernels.filter_node(big, "n1") == ["Insufficient cpu"]
+            assert snap.pod_count() == 1
+        assert kernels.filter_node(big, "n1") == []
+        assert snap.requested("n1")["cpu"] == 0 and snap.pod_count() == 0
+
+
+def test_preemption_dry_runs_over_many_nodes(snap: NativeSchedSnapshot, profile: NativeSchedProfile) -> None:
+    low = {"priority": 0}
+    for n in ("n1", "n2"):
+        snap.set_node(node(n, cpu="2"))
+        for i in range(2):
+            snap.add_pod(f"default/{n}-{i}", pod(f"{n}-{i}", cpu="1", **low), n)
+    high = pod("high", cpu="2", priority=10)
+    kinds, rejected = snap.dry_run_lower(profile, high, ["n1", "n2"])
+    assert (kinds, rejected) == (b"\x01\x01", [])
+    assert snap.reprieve(profile, high, [("n1", ["default/n1-0", "default/n1-1"])]) == [[0, 1]]
+    chosen, candidates, classified, none = snap.preempt_select(profile, high, [("n1", True), ("n2", True)], 100, 0.0)
+    assert chosen == ("n1", ["default/n1-0", "default/n1-1"]) and (candidates, classified, none) == (2, 2, [])
+    huge = pod("huge", cpu="3", priority=10)
+    chosen, candidates, classified, rejected2 = snap.preempt_select(profile, huge, [("n1", False)], 100, 0.0)
+    assert chosen is None and candidates == 0 and rejected2 == [("n1", ["Insufficient cpu"], True)]

@@ -20,8 +20,10 @@ PostFilter, in upstream's order:
 5. Evict the victims through the `evict` service (victims still waiting at Permit are rejected
    instead), clear lower-priority nominations on that node, and nominate the node.
 
-Dry runs go through `Framework.dry_run_node`: one native `filter_node(..., without=victims)` call,
-then the Python filters on a copy of the node without the victims. With no candidate the status
+When only native filters run in the cycle, the dry runs of all nodes happen in the kernels:
+one call per cycle without PDBs, a few with them (`kubecore.scheduler.plugins.victims`).
+Otherwise they go through `Framework.dry_run_node`: one native `filter_node(..., without=victims)`
+call, then the Python filters on a copy of the node without the victims. With no candidate the status
 message is a FitError over the dry-run statuses, e.g.
 "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod,
 2 Preemption is not helpful for scheduling."
@@ -31,18 +33,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kubecore.controllers.controller_utils import InvalidSelector, parse_time, selector_from_label_selector
+from kubecore.controllers.controller_utils import parse_time
 from kubecore.scheduler.config_args import DefaultPreemptionArgs
 from kubecore.scheduler.fiterror import Diagnosis, NodeToStatus, fit_error_message
 from kubecore.scheduler.handle import Handle
-from kubecore.scheduler.interface import CycleState, PostFilterResult
+from kubecore.scheduler.interface import CycleState, PostFilterResult, PreFilterExtensions
 from kubecore.scheduler.nominator import status_nominated_node
+from kubecore.scheduler.plugins.victims import (Candidate, importance_key, native_search, native_select,
+                                                pods_with_pdb_violation, victim_order)
 from kubecore.scheduler.podinfo import NodeInfo, Obj, pod_key, pod_priority
 from kubecore.scheduler.status import Code, Status, as_status
+
+if TYPE_CHECKING:
+    from kubecore.scheduler.framework import Framework
 
 __all__ = ["DefaultPreemption", "Candidate", "pick_one_node", "pods_with_pdb_violation"]
 
@@ -52,48 +59,13 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 _MAX_INT32 = (1 << 31) - 1
 
 
-class Candidate:
-    """A node and the pods to evict there, most important first."""
-
-    __slots__ = ("node", "victims", "pdb_violations")
-
-    def __init__(self, node: str, victims: list[Obj], pdb_violations: int) -> None:
-        self.node, self.victims, self.pdb_violations = node, victims, pdb_violations
-
-    def __repr__(self) -> str:
-        return f"Candidate({self.node}, victims={[pod_key(v) for v in self.victims]}, pdb={self.pdb_violations})"
-
-
-def pods_with_pdb_violation(pods: Sequence[Obj], pdbs: Sequence[Obj]) -> tuple[list[Obj], list[Obj]]:
-    """(violating, non-violating), order kept: a pod violates when evicting it (after the pods
-    before it) takes a matching PDB's disruptionsAllowed below zero."""
-    allowed = [int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) for pdb in pdbs]
-    violating: list[Obj] = []
-    fine: list[Obj] = []
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        labels, ns, hit = meta.get("labels") or {}, meta.get("namespace") or "default", False
-        for i, pdb in enumerate(pdbs if labels else ()):
-            pmeta = pdb.get("metadata") or {}
-            if (pmeta.get("namespace") or "default") != ns:
-                continue
-            try:
-                sel = selector_from_label_selector((pdb.get("spec") or {}).get("selector"))
-            except InvalidSelector:
-                continue
-            if sel.empty or not sel.matches(labels):
-                continue
-            if meta.get("name") in ((pdb.get("status") or {}).get("disruptedPods") or {}):
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                hit = True
-        (violating if hit else fine).append(pod)
-    return violating, fine
-
-
 def pick_one_node(candidates: Sequence[Candidate], *, now: float) -> Candidate:
-    """Upstream pickOneNodeForPreemption: each criterion keeps the best nodes, in order."""
+    """Upstream pickOneNodeForPreemption: a node without victims at once; otherwise each
+    criterion keeps the best nodes, in order."""
+    for c in candidates:
+        if not c.victims:
+            return c
+
     def start(p: Obj) -> float:
         t = parse_time((p.get("status") or {}).get("startTime"))
         return now if t is None else t
@@ -183,7 +155,9 @@ class DefaultPreemption:
 
         Nodes without lower-priority pods need no dry run: when no candidate turns up, the
         potential ones among them are counted as "No preemption victims found" (their number is
-        the potential nodes less those the dry runs classified)."""
+        the potential nodes less those the dry runs classified). When only native filters run
+        this cycle, every dry run happens in the kernels (`victims.native_select` without PDBs,
+        `victims.native_search` with them), with the same outcome as the node-by-node search."""
         tried = NodeToStatus()
         potential = self._potential_count(statuses, len(nodes))
         if potential <= 0:
@@ -197,34 +171,47 @@ class DefaultPreemption:
         raw = msgspec.json.encode(pod)
         pdbs = self.handle.services.list_pdbs() if self.handle.services.list_pdbs else []
         nominated = self.handle.nominator.higher_or_equal_raw(prio, exclude=pod_key(pod))
+        offset = self.handle.rng.randrange(len(nodes))
+        order = nodes[offset:] + nodes[:offset]
+        ctx = fw.native.nominated(nominated) if fw.native is not None else nullcontext()
+        with ctx:
+            native = fw.native if _native_dry_runs(fw, state) else None
+            if native is not None:
+                to_try, now = _to_try(statuses, order), self.handle.clock.now()
+                found = (native_search(native, raw, to_try=to_try, prio=prio, wanted=wanted, pdbs=pdbs, now=now)
+                         if pdbs else native_select(native, raw, to_try=to_try, wanted=wanted, now=now))
+                candidates, tried, classified = found.candidates, found.tried, found.classified
+            else:
+                candidates, tried, classified = self._search(state, pod, raw=raw, statuses=statuses, order=order,
+                                                             wanted=wanted, pdbs=pdbs)
+        if not candidates and potential > classified:
+            n = potential - classified
+            tried.add_native({NO_VICTIMS: n}, failed=n, unresolvable=n)
+        return candidates, tried
+
+    def _search(self, state: CycleState, pod: Obj, *, raw: bytes, statuses: NodeToStatus, order: list[NodeInfo],
+                wanted: int, pdbs: list[Obj]) -> tuple[list[Candidate], NodeToStatus, int]:
+        """The node-by-node search (Python filters run in the dry runs): (candidates, tried, classified)."""
+        tried = NodeToStatus()
         good: list[Candidate] = []
         violating: list[Candidate] = []
         classified = 0
-        offset = self.handle.rng.randrange(len(nodes))
-        ctx = fw.native.nominated(nominated) if fw.native is not None else nullcontext()
-        with ctx:
-            for i in range(len(nodes)):
-                ni = nodes[(offset + i) % len(nodes)]
-                c, st, was_potential = self._try_node(state, pod, raw, ni, statuses, pdbs)
-                classified += was_potential
-                if c is not None:
-                    (violating if c.pdb_violations else good).append(c)
-                    if good and len(good) + len(violating) >= wanted:
-                        break
-                elif st is not None:
-                    tried.set(ni.name, st)
-        if not good and not violating and potential > classified:
-            n = potential - classified
-            tried.add_native({NO_VICTIMS: n}, failed=n, unresolvable=n)
-        return good + violating, tried
+        for ni in order:
+            c, st, was_potential = self._try_node(state, pod, raw, ni, statuses, pdbs)
+            classified += was_potential
+            if c is not None:
+                (violating if c.pdb_violations else good).append(c)
+                if good and len(good) + len(violating) >= wanted:
+                    break
+            elif st is not None:
+                tried.set(ni.name, st)
+        return good + violating, tried, classified
 
     def _try_node(self, state: CycleState, pod: Obj, raw: bytes, ni: NodeInfo, statuses: NodeToStatus,
                   pdbs: list[Obj]) -> tuple[Candidate | None, Status | None, bool]:
         """(candidate, dry-run status, whether the node proved potential) for one node."""
-        known = statuses.explicit.get(ni.name)
-        if known is not None and known.code is not _U:
-            return None, None, False
-        if known is None and not statuses.native_failed and statuses.absent.code is not _U:
+        tryable, implicit = _tryable(statuses, ni.name)
+        if not tryable:
             return None, None, False
         prio = pod_priority(pod)
         lower = [p for p in ni.pods.values() if pod_priority(p) < prio]
@@ -233,21 +220,15 @@ class DefaultPreemption:
         st = self.handle.framework.dry_run_node(state, pod, raw, ni, lower)
         if st is None:
             return self._select_victims(state, pod, raw, ni, lower, pdbs), None, True
-        if known is None and st.code is _UU:
+        if implicit and st.code is _UU:
             return None, None, False  # rejected as unresolvable in the cycle too: not a potential node
         return None, st, True
 
     def _select_victims(self, state: CycleState, pod: Obj, raw: bytes, ni: NodeInfo, lower: list[Obj],
                         pdbs: list[Obj]) -> Candidate:
         now = self.handle.clock.now()
-
-        def importance(p: Obj) -> tuple[int, float]:
-            t = parse_time((p.get("status") or {}).get("startTime"))
-            return (-pod_priority(p), now if t is None else t)
-
-        ordered = sorted(lower, key=importance)
-        bad, fine = pods_with_pdb_violation(ordered, pdbs)
-        removed = {pod_key(p): p for p in ordered}
+        bad, fine = victim_order(lower, pdbs, now=now)
+        removed = {pod_key(p): p for p in bad + fine}
         victims: list[Obj] = []
         fw = self.handle.framework
 
@@ -264,7 +245,7 @@ class DefaultPreemption:
         for p in fine:
             reprieve(p)
         if bad and fine:
-            victims.sort(key=importance)
+            victims.sort(key=lambda p: importance_key(p, now))
         return Candidate(ni.name, victims, violations)
 
     def prepare(self, c: Candidate, pod: Obj) -> None:
@@ -285,6 +266,41 @@ class DefaultPreemption:
                 self.handle.nominator.delete(pod_key(p))
                 if clear is not None:
                     clear(p)
+
+
+def _tryable(statuses: NodeToStatus, node: str) -> tuple[bool, bool]:
+    """(whether the cycle's status leaves the node to preemption, whether that status was implicit)."""
+    known = statuses.explicit.get(node)
+    if known is not None:
+        return known.code is _U, False
+    return bool(statuses.native_failed) or statuses.absent.code is _U, True
+
+
+def _to_try(statuses: NodeToStatus, order: list[NodeInfo]) -> list[tuple[NodeInfo, bool]]:
+    """(node, whether its status was implicit) for the nodes preemption may try, in order."""
+    if not statuses.explicit:  # every status implicit: all nodes or none
+        return [(ni, True) for ni in order] if _tryable(statuses, "")[0] else []
+    out = []
+    for ni in order:
+        tryable, implicit = _tryable(statuses, ni.name)
+        if tryable:
+            out.append((ni, implicit))
+    return out
+
+
+def _native_dry_runs(fw: Framework, state: CycleState) -> bool:
+    """Whether the kernels alone decide this cycle's dry runs: no Python Filter plugin and no
+    PreFilter extension runs (PreFilter Skip leaves them out), and the kernels have the
+    many-node dry runs."""
+    native = fw.native
+    if native is None or not native.has_filters or not native.batch_dry_runs:
+        return False
+    if not fw.plugins.filter:
+        return True
+    skip = state.skip_filter_plugins
+    if fw.filters_left(state):
+        return False
+    return all(pl.name in skip for pl in fw.plugins.pre_filter if isinstance(pl, PreFilterExtensions))
 
 
 def _terminating_by_preemption(p: Obj) -> bool:
