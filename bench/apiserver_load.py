@@ -32,6 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import statistics
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -163,6 +164,30 @@ def machine_busy_seconds() -> float:
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
     return (sum(fields[:8]) - idle) / CLK_TCK
+
+
+_PROBE_POD = msgspec.json.encode({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "probe", "namespace": "default", "labels": {"app": "probe", "tier": "web"}},
+    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                             "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}],
+             "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                              "effect": "NoExecute", "tolerationSeconds": 300}]},
+    "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}})
+
+
+def host_speed() -> dict[str, float]:
+    """A fixed CPU-bound probe (decode and re-encode one small pod, as the servers do all day): µs
+    per round, the median of 7 batches. Shared VMs here vary by up to 2x within hours; compare
+    benchmark figures taken at similar probe values."""
+    dec, enc = msgspec.json.decode, msgspec.json.encode
+    times = []
+    for _ in range(7):
+        t = time.perf_counter()
+        for _ in range(2000):
+            enc(dec(_PROBE_POD))
+        times.append((time.perf_counter() - t) / 2000 * 1e6)
+    return {"probe_us": round(statistics.median(times), 2)}
 
 
 def fs_type(path: Path) -> str:
@@ -745,7 +770,7 @@ def meta(args: argparse.Namespace, server: Server) -> dict[str, Any]:
         "benchmark": "apiserver_load", "quick": args.quick, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "git": git.stdout.strip() + ("-dirty" if dirty.stdout.strip() else ""),
         "python": platform.python_version(), "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
-        "aiohttp": _version("aiohttp"), "uvloop_client": _version("uvloop") is not None,
+        "host": host_speed(), "aiohttp": _version("aiohttp"), "uvloop_client": _version("uvloop") is not None,
         "server": {"command": "python -m kubecore.cli.main up", "pid": server.pid, "data_fs": fs_type(server.dir)},
         "shared_cores": (f"the load generator (this process; wrk in its phase) and the server share the machine's "
                          f"{os.cpu_count()} cores; every phase records server_cpu_cores (all server threads) and "

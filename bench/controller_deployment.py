@@ -52,8 +52,8 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import (CLK_TCK, ROOT, Profiler, Server, log, machine_busy_seconds, pod, request_counts,
-                                  top_functions)
+from bench.apiserver_load import (CLK_TCK, ROOT, Profiler, Server, host_speed, log, machine_busy_seconds, pod,
+                                  request_counts, top_functions)
 from kubecore.client.config import ClientConfig
 from kubecore.client.rest import RestClient
 
@@ -440,6 +440,7 @@ async def run(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     try:
         await create_namespace(rest, FILL_NS)
         result: dict[str, Any] = {"benchmark": "controller_deployment", "target_pods_per_s": 1000,
+                                  "host": host_speed(),
                                   "controllers": cm.controllers, "controller_manager_flags": cm.extra}
         log(f"phase scale: one Deployment 0 -> {args.replicas}")
         result["scale"] = await phase_scale(rest, server, cm, replicas=args.replicas, timeout=args.timeout)

@@ -50,7 +50,7 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import Profiler, Server, machine_busy_seconds, request_counts, top_functions
+from bench.apiserver_load import Profiler, Server, host_speed, machine_busy_seconds, request_counts, top_functions
 from bench.scheduler_perf_collect import BoundPods, SchedulerProcess, ThroughputCollector, cancel, summarize
 from bench.scheduler_perf_collect import _log as log
 from bench.scheduler_perf_workloads import (GANG_SIZE, HIGH_PRIORITY_CLASS, POD_GROUP_LABEL, ZONE, PodSet, Workload,
@@ -314,7 +314,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     full = {w.name: w for w in workloads(1.0)}
     doc: dict[str, Any] = {
         "benchmark": "scheduler_perf", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "scale": args.scale, "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(),
+        "scale": args.scale, "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(), "host": host_speed(),
         "scheduler": "kubecore scheduler --no-leader-elect (separate process)",
         "apiserver": "kubecore up --controllers '' --no-scheduler (separate process)",
         "workloads": [],
