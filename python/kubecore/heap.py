@@ -12,8 +12,8 @@ scheduler's while it decodes a burst of pod events.
   which in a busy process are mostly the requests and events in flight, whatever the threshold:
   so fewer collections cost proportionally less. At 20,000 the scheduler still spent about a
   quarter of its time collecting under scheduler_perf's SchedulingBasic (measured by running it
-  with the collector disabled); at 100,000 a few percent. Garbage in cycles waits longer, at
-  most 100,000 objects of it.
+  with the collector disabled); at 100,000 the difference was within run-to-run noise. Garbage
+  in cycles waits longer, at most 100,000 objects of it.
 - `settle_heap()`: once start-up has built what the process keeps (registry, schemas, the first
   LIST of every informer), collect once and move everything alive to the permanent generation
   (`gc.freeze()`), so later full collections never walk it; then `tune_collector()`.
