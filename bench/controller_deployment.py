@@ -336,7 +336,7 @@ async def phase_many(rest: RestClient, server: Server, cm: ControllerManager, *,
     cpu: dict[str, Any] = dict(window.figures(t_pods - t0))
     requests1 = await request_counts(rest)
     cpu["requests_per_pod"] = {k: round((n - requests0.get(k, 0)) / (count * per), 2)
-                               for k, n in sorted(requests1.items()) if n - requests0.get(k, 0) >= count}
+                               for k, n in sorted(requests1.items()) if n - requests0.get(k, 0) >= count // 10}
     if profilers:
         cpu["profile"] = {name: await _stop_profiler(p) for name, p in profilers.items()}
     t_status = await until("many: status", lambda: _synced(rest, MANY_NS, per, count), timeout=timeout, cm=cm)
