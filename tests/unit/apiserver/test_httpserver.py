@@ -224,3 +224,32 @@ async def test_an_idle_connection_is_closed_and_a_busy_one_is_not(tmp_path: Path
         await lean.close()
         await runner.cleanup()
         store.close()
+
+
+async def test_a_write_whose_client_went_away_still_completes(server: tuple[LeanServer, int]) -> None:
+    """The lean listener never cancels a request it serves, which is why its writes run without
+    `rest.shielded`'s shield: a binding sent by a client that closes at once is applied."""
+    c = await connect(server[1])
+    await c.send(post(PODS, pod("gone")))
+    assert (await c.response())[0] == 201
+    c.close()
+    node = msgspec.json.encode({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    c = await connect(server[1])
+    await c.send(post("/api/v1/nodes", node))
+    assert (await c.response())[0] == 201
+    c.close()
+    binding = msgspec.json.encode({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "gone"},
+                                   "target": {"kind": "Node", "name": "n1"}})
+    quitter = await connect(server[1])
+    await quitter.send(post(f"{PODS}/gone/binding", binding))
+    quitter.writer.transport.abort()  # gone before any answer
+    c = await connect(server[1])
+    for _ in range(100):
+        await c.send(get(f"{PODS}/gone"))
+        status, _, body = await c.response()
+        if status == 200 and msgspec.json.decode(body)["spec"].get("nodeName") == "n1":
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the binding of a client that went away was not applied")
+    c.close()
