@@ -122,9 +122,7 @@ class Server:
 
     def cpu_seconds(self) -> float:
         """utime + stime of all the server's threads."""
-        stat = Path(f"/proc/{self.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return process_cpu_seconds(self.pid)
 
     async def settle(self, *, idle_cores: float = 0.1, window: float = 0.3, limit: float = 30.0) -> float:
         """Waits until the server's CPU use drops below `idle_cores` (backlog of an earlier phase done)."""
@@ -157,6 +155,13 @@ class Server:
                 self.proc.wait()
         self.errlog.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of `pid` (/proc/<pid>/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def machine_busy_seconds() -> float:

@@ -52,8 +52,8 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import (CLK_TCK, ROOT, Profiler, Server, host_speed, log, machine_busy_seconds, pod,
-                                  request_counts, top_functions)
+from bench.apiserver_load import (ROOT, Profiler, Server, host_speed, log, machine_busy_seconds, pod,
+                                  process_cpu_seconds, request_counts, top_functions)
 from kubecore.client.config import ClientConfig
 from kubecore.client.rest import RestClient
 
@@ -82,9 +82,7 @@ class ControllerManager:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.errlog, cwd=ROOT, env=env)
 
     def cpu_seconds(self) -> float:
-        stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return process_cpu_seconds(self.proc.pid)
 
     def _status_mb(self, key: str) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():

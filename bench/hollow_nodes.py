@@ -49,7 +49,7 @@ import msgspec
 if __package__ in (None, ""):  # run as a file: make `bench` importable from the repo root
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.apiserver_load import CLK_TCK, NS, ROOT, Server, machine_busy_seconds, pod
+from bench.apiserver_load import NS, ROOT, Server, machine_busy_seconds, pod, process_cpu_seconds
 from bench.loadgen import percentile
 from kubecore.client.config import ClientConfig
 from kubecore.client.rest import RestClient
@@ -86,9 +86,7 @@ class Hollow:
         return 0.0
 
     def cpu_seconds(self) -> float:
-        stat = Path(f"/proc/{self.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+        return process_cpu_seconds(self.pid)
 
     def alive(self) -> bool:
         return self.proc.poll() is None

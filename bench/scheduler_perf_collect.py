@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from bench.apiserver_load import CLK_TCK, ROOT
+from bench.apiserver_load import ROOT, process_cpu_seconds
 from kubecore.client.rest import RestClient
 
 __all__ = ["BoundPods", "ThroughputCollector", "SchedulerProcess", "summarize", "process_cpu_seconds", "cancel"]
@@ -67,13 +67,6 @@ async def cancel(task: asyncio.Task[None] | None) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """utime + stime of every thread of `pid` (/proc/<pid>/stat)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 class BoundPods:
