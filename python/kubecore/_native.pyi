@@ -529,13 +529,6 @@ class NativeSchedSnapshot:
         counts it when it arrives."""
 
     def remove_pod(self, key: str) -> bool: ...
-    def add_pods_cached(self, pods: list[tuple[str, bytes, str]]) -> list[str]:
-        """Add (key, pod JSON, node) triples in one call, reusing the parse of bytes seen before
-        under the same key; the keys added (pods that do not parse are skipped)."""
-
-    def remove_pods(self, keys: list[str]) -> int:
-        """Remove many pods; how many were there."""
-
     def nominate(self, pods: list[tuple[str, bytes, str]]) -> int:
         """Count exactly these (key, pod JSON, node) as nominated pods until `end_nominated`,
         adding and removing only what changed since the last cycle (a key counted as a real pod

@@ -58,10 +58,8 @@ class NativeSnapshot(Protocol):
     def remove_node(self, name: str) -> bool: ...
     def add_pod(self, key: str, pod_json: bytes, node: str) -> None: ...
     def remove_pod(self, key: str) -> bool: ...
-    def add_pods_cached(self, pods: list[tuple[str, bytes, str]]) -> list[str]: ...
     def nominate(self, pods: list[tuple[str, bytes, str]]) -> int: ...
     def end_nominated(self) -> None: ...
-    def remove_pods(self, keys: list[str]) -> int: ...
     def node_count(self) -> int: ...
     def pod_count(self) -> int: ...
     def node_names(self) -> list[str]: ...
@@ -240,12 +238,6 @@ class NativeKernels:
         """The reasons the pod does not fit on `node` once `without` are gone ([] = fits)."""
         return self.snapshot.filter_node(self.profile, raw, node, without=list(without))
 
-    @property
-    def batch_dry_runs(self) -> bool:
-        """Whether the compiled module has the many-node dry runs (`dry_run_lower`, `reprieve`,
-        `preempt_select`)."""
-        return hasattr(self.snapshot, "preempt_select")
-
     def dry_run_lower(self, raw: bytes, nodes: list[str]) -> tuple[bytes, list[tuple[list[str], bool]]]:
         """Per node, the pod's fit once every pod of lower priority is gone: one byte per node
         (0 no such pod, 1 fits, 2 rejected) and, per rejected node in order, (reasons,
@@ -294,13 +286,6 @@ class NativeKernels:
         what changed; any other use of the snapshot takes them off first (`nominate`)."""
         if not pods:
             yield
-            return
-        if not hasattr(self.snapshot, "nominate"):  # a module built before `nominate`
-            added = self.snapshot.add_pods_cached(list(pods))
-            try:
-                yield
-            finally:
-                self.snapshot.remove_pods(added)
             return
         self.snapshot.nominate(list(pods))
         try:

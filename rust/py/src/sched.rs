@@ -198,18 +198,6 @@ impl NativeSchedSnapshot {
         self.with_lazy(py, |s| s.end_nominated())
     }
 
-    /// Adds (key, pod JSON, node) triples in one call, reusing the parse of bytes seen before
-    /// under the same key; returns the keys added (unparseable pods are skipped).
-    fn add_pods_cached(&self, py: Python<'_>, pods: Vec<(String, Bound<'_, PyBytes>, String)>) -> Vec<String> {
-        let refs: Vec<(&str, &[u8], &str)> = pods.iter().map(|(k, b, n)| (k.as_str(), b.as_bytes(), n.as_str())).collect();
-        self.with(py, |s| s.add_pods_cached(&refs))
-    }
-
-    /// Removes many pods in one call; returns how many were there.
-    fn remove_pods(&self, py: Python<'_>, keys: Vec<String>) -> usize {
-        self.with(py, |s| keys.iter().filter(|k| s.remove_pod(k)).count())
-    }
-
     fn node_count(&self, py: Python<'_>) -> usize {
         self.with(py, |s| s.node_count())
     }

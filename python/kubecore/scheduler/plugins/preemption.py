@@ -290,10 +290,9 @@ def _to_try(statuses: NodeToStatus, order: list[NodeInfo]) -> list[tuple[NodeInf
 
 def _native_dry_runs(fw: Framework, state: CycleState) -> bool:
     """Whether the kernels alone decide this cycle's dry runs: no Python Filter plugin and no
-    PreFilter extension runs (PreFilter Skip leaves them out), and the kernels have the
-    many-node dry runs."""
+    PreFilter extension runs (PreFilter Skip leaves them out)."""
     native = fw.native
-    if native is None or not native.has_filters or not native.batch_dry_runs:
+    if native is None or not native.has_filters:
         return False
     if not fw.plugins.filter:
         return True

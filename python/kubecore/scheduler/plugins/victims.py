@@ -158,7 +158,6 @@ def native_select(native: NativeKernels, raw: bytes, *, to_try: Sequence[tuple[N
                   now: float) -> NativeSearch:
     """`native_search` without PDBs, the node picked in the kernels: at most one candidate, the
     chosen node with its victims (most important first)."""
-    by_name = {ni.name: ni for ni, _ in to_try}
     chosen, _, classified, rejected = native.preempt_select(raw, [(ni.name, implicit) for ni, implicit in to_try],
                                                             wanted=wanted, now=now)
     tried = NodeToStatus()
@@ -167,5 +166,5 @@ def native_select(native: NativeKernels, raw: bytes, *, to_try: Sequence[tuple[N
             tried.set(name, rejection_status(reasons, unresolvable=unresolvable))
         return NativeSearch([], tried, classified)
     node, keys = chosen
-    pods = by_name[node].pods
+    pods = next(ni for ni, _ in to_try if ni.name == node).pods
     return NativeSearch([Candidate(node, [pods[k] for k in keys if k in pods], 0)], tried, classified)
