@@ -47,6 +47,10 @@ class SpdyStream:
         self.send_window = session.initial_send_window
         self._incoming: asyncio.Queue[bytes] = asyncio.Queue()
         self._ended = False
+        self._fin = False
+        self.aborted: str | None = None
+        """Why the stream ended without the peer's FIN (reset, GOAWAY, lost connection); None
+        while it is open or after a clean end."""
         self.unacked = 0
         """Bytes read but not yet granted back to the peer with a WINDOW_UPDATE."""
         self._write_closed = False
@@ -80,9 +84,13 @@ class SpdyStream:
             self.session.send(spdy.Data(self.id, b"", spdy.FLAG_FIN))
 
     def _deliver(self, data: bytes) -> None:
+        if not data:
+            self._fin = True
         self._incoming.put_nowait(data)
 
     def _end(self, why: str) -> None:
+        if not self._fin and self.aborted is None:
+            self.aborted = why
         self._incoming.put_nowait(b"")
         if not self.reply.done():
             self.reply.set_exception(SpdyStreamError(why))

@@ -13,7 +13,8 @@ server answers them itself (`KubeletServer._stream`, for runtimes whose
   a SPDY/3.1 session is opened to the runtime's URL (remotecommand `v4.channel.k8s.io`: one
   stream per channel, made with a `streamType` header: error, stdin, stdout, stderr, resize).
   Each websocket message is a channel byte and a payload: stdin 0, stdout 1, stderr 2, error 3 (a
-  metav1.Status JSON: Success, or NonZeroExitCode with the exit code), resize 4 (the terminal
+  metav1.Status JSON: Success, or NonZeroExitCode with the exit code, or an InternalError Failure
+  when the runtime's connection ends before it reported the outcome), resize 4 (the terminal
   size JSON, passed as it is), and 255 = close, whose payload is the id of a stream the client
   has finished (stdin: the SPDY stdin stream is half-closed, so `echo hi | kubectl exec -i pod --
   cat` ends). Once stdout, stderr and error have all ended the websocket is closed normally (1000).
@@ -52,6 +53,13 @@ _ENDED = (ConnectionError, RuntimeError, SpdyStreamError)
 """How a copy ends when one side goes away (aiohttp raises RuntimeError/ConnectionResetError
 for a closed websocket)."""
 _SUCCESS = msgspec.json.encode({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
+
+
+def _failure(why: str) -> bytes:
+    """The Status of a stream the runtime dropped before reporting the command's outcome."""
+    return msgspec.json.encode({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                "message": f"the container runtime's stream ended early: {why}",
+                                "reason": "InternalError", "code": 500})
 
 
 class TranslateError(Exception):
@@ -176,7 +184,7 @@ async def _finish_outputs(error: SpdyStream, outputs: list[Any], send: Any) -> N
             status_parts.append(chunk)
 
     await asyncio.gather(read_error(), *outputs)
-    await send(ERROR, b"".join(status_parts) or _SUCCESS)
+    await send(ERROR, b"".join(status_parts) or (_SUCCESS if error.aborted is None else _failure(error.aborted)))
 
 
 async def _copy_input(ws: web.WebSocketResponse, opened: dict[str, SpdyStream]) -> None:

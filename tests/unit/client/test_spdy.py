@@ -146,8 +146,10 @@ async def test_a_reset_or_a_goaway_ends_streams_without_errors_on_read() -> None
         first = await session.open_stream({"streamtype": ["error"]})
         with pytest.raises(SpdyStreamError, match="reset by the peer"):
             await session.open_stream({"streamtype": ["stdin"]})
+        assert first.aborted is None
         await first.write(b"bye")
         assert await first.read() == b""
+        assert first.aborted is not None and "went away" in first.aborted  # no FIN: not a clean end
         with pytest.raises(SpdyStreamError):
             await session.open_stream({"streamtype": ["stdout"]})
         await session.close()

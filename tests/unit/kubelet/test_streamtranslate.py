@@ -16,7 +16,7 @@ from aiohttp.test_utils import make_mocked_request
 
 from kubecore.kubelet import streamtranslate as st
 from kubecore.client import spdy
-from kubecore.client.upgrade import Target
+from kubecore.client.upgrade import Target, UpgradeError, dial_upgrade
 from kubecore.kubelet.server import stream_flags
 from tests.unit.client.spdy_peer import Peer, replies, running
 
@@ -135,6 +135,22 @@ async def test_resizes_go_to_the_resize_stream_and_a_quiet_end_is_success() -> N
     assert resized[0].data == b'{"Width":80,"Height":24}'
 
 
+async def test_a_runtime_that_goes_away_mid_exec_is_a_failure_not_success() -> None:
+    def gone(peer: Peer, frame: spdy.Frame) -> list[spdy.Frame]:
+        if isinstance(frame, spdy.Data) and peer.streams.get(frame.stream_id) == "stdin":
+            return [spdy.GoAway(0, 0)]
+        return replies(peer, frame)
+
+    async with running(Peer(gone)) as (host, port), kubelet_app(Target(host, port, "/exec/ns/p/c")) as url, \
+            aiohttp.ClientSession() as http:
+        async with http.ws_connect(url + "/exec?input=1&output=1&error=1", protocols=(st.V5,)) as ws:
+            await ws.send_bytes(b"\x00hello\n")
+            got = await asyncio.wait_for(collect(ws), 10)
+    status = msgspec.json.decode(got[st.ERROR])
+    assert status["status"] == "Failure" and status["reason"] == "InternalError", status
+    assert "went away" in status["message"]
+
+
 async def test_the_runtimes_refusal_reaches_the_client_before_any_websocket() -> None:
     async with running(Peer(runtime, upgrade_status=404)) as (host, port), \
             kubelet_app(Target(host, port, "/exec/ns/p/c")) as url, aiohttp.ClientSession() as http:
@@ -176,3 +192,20 @@ async def test_port_forward_bytes_tunnel_through_unchanged() -> None:
     assert frames == [spdy.SynReply(1, {}), spdy.Data(1, b"cba")]
     assert "X-Stream-Protocol-Version: portforward.k8s.io" in peer.request_heads[0]
     assert peer.streams == {1: "data"}
+
+
+async def test_a_refusal_cut_short_is_an_upgrade_error_naming_the_runtime() -> None:
+    async def cut_short(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 100\r\n\r\nshort")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(cut_short, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(UpgradeError, match=f"unreadable 404 answer from 127.0.0.1:{port}"):
+            await dial_upgrade(Target("127.0.0.1", port, "/exec/ns/p/c"), protocol="SPDY/3.1", headers=[])
+    finally:
+        server.close()
+        await server.wait_closed()
