@@ -130,9 +130,14 @@ async def _exchange(target: Target, head: bytes) -> tuple[asyncio.StreamReader, 
         raise
 
 
-async def _refusal(reader: asyncio.StreamReader, status: int, headers: list[tuple[str, str]]) -> web.Response:
-    """A target's non-101 answer, as a response for the client."""
-    data = await _read_body(reader, headers)
+async def _refusal(reader: asyncio.StreamReader, status: int, headers: list[tuple[str, str]], *,
+                   target: Target) -> web.Response:
+    """A target's non-101 answer, as a response for the client; UpgradeError when that answer
+    cannot be read (cut short, or an unreadable length)."""
+    try:
+        data = await asyncio.wait_for(_read_body(reader, headers), HEAD_TIMEOUT)
+    except (asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError, OSError) as e:
+        raise UpgradeError(f"unreadable {status} answer from {target.host}:{target.port}: {e!r}") from None
     ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
     return web.Response(status=status, body=data, headers={"Content-Type": ctype})
 
@@ -143,7 +148,7 @@ async def proxy_upgrade(request: web.Request, target: Target) -> web.StreamRespo
     reader, writer, (status, reason, headers) = await _exchange(target, _request_head(request, target, body) + body)
     try:
         if status != 101:
-            return await _refusal(reader, status, headers)
+            return await _refusal(reader, status, headers, target=target)
         return await _relay(request, reader, writer, status=status, reason=reason, headers=headers)
     finally:
         writer.close()
@@ -177,7 +182,7 @@ async def dial_upgrade(target: Target, *, protocol: str, headers: list[tuple[str
     if status == 101:
         return Upgraded(reader, writer, answered)
     try:
-        raise UpgradeRefused(await _refusal(reader, status, answered))
+        raise UpgradeRefused(await _refusal(reader, status, answered, target=target))
     finally:
         writer.close()
 
