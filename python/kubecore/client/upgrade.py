@@ -95,11 +95,17 @@ def _parse_head(raw: bytes) -> tuple[int, str, list[tuple[str, str]]]:
     return int(parts[1]), parts[2] if len(parts) > 2 else "", headers
 
 
+def _header(headers: list[tuple[str, str]], name: str, default: str = "") -> str:
+    """The first value of header `name` (any case)."""
+    lname = name.lower()
+    return next((v for k, v in headers if k.lower() == lname), default)
+
+
 async def _read_body(reader: asyncio.StreamReader, headers: list[tuple[str, str]]) -> bytes:
-    fields = {k.lower(): v for k, v in headers}
-    if "content-length" in fields:
-        return await reader.readexactly(min(int(fields["content-length"]), MAX_ERROR_BODY))
-    if "chunked" not in fields.get("transfer-encoding", "").lower():
+    length = _header(headers, "Content-Length")
+    if length:
+        return await reader.readexactly(min(int(length), MAX_ERROR_BODY))
+    if "chunked" not in _header(headers, "Transfer-Encoding").lower():
         return await reader.read(MAX_ERROR_BODY)
     out = bytearray()
     while len(out) < MAX_ERROR_BODY:
@@ -138,7 +144,7 @@ async def _refusal(reader: asyncio.StreamReader, status: int, headers: list[tupl
         data = await asyncio.wait_for(_read_body(reader, headers), HEAD_TIMEOUT)
     except (asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError, OSError) as e:
         raise UpgradeError(f"unreadable {status} answer from {target.host}:{target.port}: {e!r}") from None
-    ctype = next((v for k, v in headers if k.lower() == "content-type"), "text/plain; charset=utf-8")
+    ctype = _header(headers, "Content-Type", "text/plain; charset=utf-8")
     return web.Response(status=status, body=data, headers={"Content-Type": ctype})
 
 
@@ -162,7 +168,7 @@ class Upgraded:
     headers: list[tuple[str, str]]
 
     def header(self, name: str) -> str:
-        return next((v for k, v in self.headers if k.lower() == name.lower()), "")
+        return _header(self.headers, name)
 
 
 class UpgradeRefused(Exception):
