@@ -1,7 +1,7 @@
 """Recording core/v1 Events about objects, as client-go's tools/record does.
 
 One `EventBroadcaster` per process owns the writer: a bounded queue (1000 events; more are dropped
-rather than blocking the caller) drained by one task that correlates each event
+rather than blocking the caller, counted in `dropped` and logged at most once per 10 s) drained by one task that correlates each event
 (`events_cache.EventCorrelator`: aggregation of similar events, counting of identical ones, spam
 filtering) and writes it through an `EventSink`. Each component gets an `EventRecorder` from
 `broadcaster.new_recorder(component)`; `recorder.event(obj, "Normal", reason=..., message=...)`
@@ -45,6 +45,8 @@ WARNING = "Warning"
 MAX_QUEUED_EVENTS = 1000
 MAX_TRIES_PER_EVENT = 12
 RETRY_SLEEP = 10.0
+DROP_REPORT_INTERVAL = 10.0
+"""Seconds between two log lines about events dropped on a full queue (the first is logged at once)."""
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -97,6 +99,8 @@ class EventBroadcaster:
         self._last_nanos = 0
         self._closed = False
         self.dropped = 0  # events dropped because the queue was full (informational)
+        self._dropped_reported = 0
+        self._drop_reported_at: float | None = None
 
     def new_recorder(self, component: str, *, host: str = "") -> EventRecorder:
         """A recorder whose events carry source.component = `component` (and source.host)."""
@@ -136,8 +140,23 @@ class EventBroadcaster:
         try:
             self._queue.put_nowait(event)
         except asyncio.QueueFull:
-            self.dropped += 1
-            log.error("too many queued events; dropped %s/%s", event.get("reason"), event.get("message"))
+            self._drop(str(event.get("reason")), str(event.get("message")))
+
+    def full(self) -> bool:
+        """Open, and the queue holds `max_queued` events: the next one would be dropped."""
+        return not self._closed and self._queue.full()
+
+    def _drop(self, reason: str, message: str) -> None:
+        """Counts an event dropped on a full queue. client-go logs every one; under a burst that
+        is thousands of lines a second, so this logs the first at once and then at most one line
+        per DROP_REPORT_INTERVAL with the count since the last line."""
+        self.dropped += 1
+        now = self._clock.now()
+        if self._drop_reported_at is not None and now - self._drop_reported_at < DROP_REPORT_INTERVAL:
+            return
+        log.error("too many queued events; dropped %d event(s) since the last report, the latest %s/%s",
+                  self.dropped - self._dropped_reported, reason, message)
+        self._drop_reported_at, self._dropped_reported = now, self.dropped
 
     def _ensure_writer(self) -> None:
         if self._writer is None or self._writer.done():
@@ -212,6 +231,10 @@ class EventRecorder:
         `event_type` is "Normal" or "Warning"; anything else is logged and dropped, as upstream."""
         if event_type not in (NORMAL, WARNING):
             log.error("unsupported event type %r; event %s dropped", event_type, reason)
+            return
+        broadcaster = self._broadcaster
+        if broadcaster.full():  # it would be dropped: do not build it
+            broadcaster._drop(reason, message)
             return
         try:
             ref = object_reference(obj, field_path=field_path)

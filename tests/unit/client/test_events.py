@@ -13,7 +13,7 @@ import pytest
 
 from kubecore.client.errors import Forbidden, NotFound
 from kubecore.client.clock import FakeClock
-from kubecore.client.events import EventBroadcaster, object_reference
+from kubecore.client.events import DROP_REPORT_INTERVAL, EventBroadcaster, object_reference
 from kubecore.client.events_cache import CorrelatorOptions, rfc3339
 
 POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
@@ -247,6 +247,24 @@ async def test_bad_type_full_queue_and_shutdown_drop_events(sink: FakeSink, cloc
     await b.shutdown()
     rec.event(POD, "Normal", reason="Late", message="after shutdown")
     assert len(sink.calls) == 2
+
+
+async def test_drops_on_a_full_queue_are_logged_once_per_interval(sink: FakeSink, clock: FakeClock,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    b = broadcaster(sink, clock, max_queued=1)
+    rec = b.new_recorder("c")
+    with caplog.at_level("ERROR", logger="kubecore.client.events"):
+        for i in range(50):
+            rec.event(POD, "Normal", reason=f"R{i}", message="m")
+        clock.advance(DROP_REPORT_INTERVAL)
+        rec.event(POD, "Normal", reason="Late", message="m")
+    lines = [r.getMessage() for r in caplog.records if "too many queued events" in r.message]
+    assert b.dropped == 50
+    assert lines == ["too many queued events; dropped 1 event(s) since the last report, the latest R1/m",
+                     "too many queued events; dropped 49 event(s) since the last report, the latest Late/m"]
+    await b.flush()
+    assert [c[2]["reason"] for c in sink.calls] == ["R0"]
+    await b.shutdown()
 
 
 async def test_invalid_event_name_falls_back_to_a_uuid(sink: FakeSink, clock: FakeClock) -> None:
