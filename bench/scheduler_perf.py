@@ -10,7 +10,7 @@ scheduler` as a separate process (issue 5). One JSON document on stdout, progres
 Per workload, on a fresh cluster (upstream runs each case on its own, too):
 1. the API server alone (`kubecore up --controllers "" --no-scheduler`, `bench.apiserver_load.Server`);
 2. the workload's namespaces (and the PriorityClass of value 10 upstream's templates ask for);
-3. the nodes as API objects, POSTed `--concurrency` at a time;
+3. the nodes as API objects, POSTed `--concurrency` (30, as upstream's pod creator) at a time;
 4. `kubecore scheduler --no-leader-elect` as a child process (Coscheduling enabled for Gang);
 5. the init pods, created concurrently, then waited for until every one is bound; Unschedulable
    then adds its pile of pods that fit no node (not waited for);
@@ -61,6 +61,8 @@ from kubecore.client.rest import RestClient
 
 _encode = msgspec.json.encode
 NODE_MILLICPU = 4000
+CREATE_WORKERS = 30
+"""Upstream's pod creator (test/utils CreatePod) runs 30 workers (ParallelizeUntil(ctx, 30, ...))."""
 
 
 # -- creating objects --------------------------------------------------------------------------------
@@ -344,7 +346,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--nodes", type=int, default=None, help="override the node count of the chosen workloads")
     ap.add_argument("--init-pods", type=int, default=None, help="override the init pod count")
     ap.add_argument("--measured-pods", type=int, default=None, help="override the measured pod count")
-    ap.add_argument("--concurrency", type=int, default=64, help="concurrent POSTs when creating objects")
+    ap.add_argument("--concurrency", type=int, default=CREATE_WORKERS,
+                    help=f"concurrent POSTs when creating objects (default {CREATE_WORKERS}, upstream's)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for pods to be bound")
     ap.add_argument("--profile-dir", default=None,
                     help="record the scheduler and the API server with py-spy while measuring")
