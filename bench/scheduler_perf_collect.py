@@ -10,7 +10,8 @@ watch), SchedulingThroughput samples, and the scheduler as a child process.
   bound, that first sample is dropped (warm-up), an interval in which nothing was bound is merged
   into the next one (which is then recorded once per interval it spans), and the throughput of
   a sample is new pods / its actual duration. `summary()` is upstream's DataItem: Average and
-  Perc50/90/95/99 of the sorted samples, index ceil(n·p/100) − 1.
+  Perc50/90/95/99 of the sorted samples, index ceil(n·p/100) − 1. A run too short for any
+  sample gets one that stands for it (`finish`; upstream would report nothing).
 - `SchedulerProcess` is `kubecore scheduler --kubeconfig K --no-leader-elect --metrics-port 0
   [--config F]` as a child (stderr to a file), with its CPU seconds from /proc.
 """
@@ -154,28 +155,35 @@ class ThroughputCollector:
     def __init__(self, bound: BoundPods, namespace: str) -> None:
         self.bound, self.namespace = bound, namespace
         self.samples: list[float] = []
-        self.tail_sample_used = False
+        self.tail_sample_used: str | None = None
         self._last_count = 0
-        self._last_time = 0.0
+        self._start_time = self._last_time = 0.0
         self._started = False
         self._skipped = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._last_time = time.perf_counter()
+        self._start_time = self._last_time = time.perf_counter()
         self._task = asyncio.ensure_future(self._run())
 
     async def stop(self) -> None:
-        """Stop sampling. When no sample was recorded at all (a run shorter than two
-        intervals), the time since the last baseline counts as one sample, and
-        `tail_sample_used` says so."""
+        """Stop sampling (see `finish`)."""
         await cancel(self._task)
-        if not self.samples:
-            now = time.perf_counter()
-            new = self.bound.count(self.namespace) - self._last_count
-            if new > 0 and now > self._last_time:
-                self.samples.append(new / (now - self._last_time))
-                self.tail_sample_used = True
+        self.finish(time.perf_counter(), self.bound.count(self.namespace))
+
+    def finish(self, now: float, scheduled: int) -> None:
+        """When no sample was recorded at all (a run shorter than two intervals), one sample
+        stands for the run, and `tail_sample_used` says which: "since-baseline" — the pods bound
+        since the baseline over the time since it; "whole-run" — every pod over the time since
+        the collector started, when all of them were bound before the first sample."""
+        if self.samples or scheduled == 0:
+            return
+        if self._started and scheduled > self._last_count and now > self._last_time:
+            self.samples.append((scheduled - self._last_count) / (now - self._last_time))
+            self.tail_sample_used = "since-baseline"
+        elif now > self._start_time:
+            self.samples.append(scheduled / (now - self._start_time))
+            self.tail_sample_used = "whole-run"
 
     async def _run(self) -> None:
         next_tick = time.perf_counter() + SAMPLE_INTERVAL

@@ -115,3 +115,30 @@ def test_unschedulable_pods_stay_pending(run: tuple[dict[str, Any], str]) -> Non
 def test_gangs_are_bound_whole(run: tuple[dict[str, Any], str]) -> None:
     w = workload(run[0], "Gang")
     assert w["checks"]["gangs"] == w["measured"] // 10 and w["checks"]["partial_gangs"] == 0, w["checks"]
+
+
+def test_collector_samples_the_upstream_way_and_covers_short_runs() -> None:
+    """The sampling rules of upstream's throughputCollector on given counts, and the one sample
+    that stands for a run too short for any (no process is started)."""
+    from bench.scheduler_perf_collect import ThroughputCollector
+
+    c = ThroughputCollector(bound=None, namespace="ns")  # type: ignore[arg-type]  # only count() would use it
+    c._sample(1.0, 0)  # nothing bound yet: not even a baseline
+    c._sample(2.0, 100)  # the baseline
+    c._sample(3.0, 100)  # nothing new: merged into the next sample
+    c._sample(4.0, 700)
+    assert c.samples == [300.0, 300.0] and c.tail_sample_used is None
+    c.finish(4.5, 800)  # samples exist: the partial last interval is dropped, as upstream
+    assert c.samples == [300.0, 300.0]
+
+    short = ThroughputCollector(bound=None, namespace="ns")  # type: ignore[arg-type]
+    short._start_time = 0.0
+    short._sample(1.0, 400)  # the baseline, then the run ends before the next tick
+    short.finish(1.5, 500)
+    assert short.samples == [200.0] and short.tail_sample_used == "since-baseline"
+
+    all_at_once = ThroughputCollector(bound=None, namespace="ns")  # type: ignore[arg-type]
+    all_at_once._start_time = 0.0
+    all_at_once._sample(1.0, 500)  # every pod was bound before the first tick that saw any
+    all_at_once.finish(1.25, 500)
+    assert all_at_once.samples == [400.0] and all_at_once.tail_sample_used == "whole-run"

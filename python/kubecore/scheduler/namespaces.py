@@ -72,6 +72,9 @@ class NamespaceResolver:
         return sorted(out)
 
     def resolve(self, pod: Obj) -> Obj:
+        affinity = (pod.get("spec") or {}).get("affinity")
+        if not affinity or not (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
+            return pod  # most pods: no term at all (checked without a generator: this runs per pod event)
         if not any(_selective(t) for t in _terms(pod)):
             return pod
         out = copy.deepcopy(pod)  # informer objects are shared and read-only

@@ -27,6 +27,9 @@ class Bridge:
         self._flush_due = False
 
     def _attach(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            return loop  # the common case, without get_running_loop (a getpid() syscall per call on 3.11)
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self.detach()
