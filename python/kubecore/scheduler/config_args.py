@@ -79,12 +79,9 @@ class VolumeBindingArgs:
 
 @dataclass
 class CoschedulingArgs:
-    """kubecore's gang plugin: how long a partial gang may hold its members at Permit, and how
-    long a gang that failed is refused before it is tried again (scheduler-plugins' names and
-    defaults)."""
+    """kubecore's gang plugin: how long a partial gang may hold its members at Permit."""
 
     permit_waiting_time_seconds: int = 60
-    denied_pg_expiration_time_seconds: int = 20
 
 
 # ---- small readers ---------------------------------------------------------------------------
@@ -285,14 +282,11 @@ def _volume_binding(obj: dict[str, Any], path: str, errs: FieldErrors) -> Volume
 
 
 def _coscheduling(obj: dict[str, Any], path: str, errs: FieldErrors) -> CoschedulingArgs:
-    r = _Reader(obj, path, errs, {"permitWaitingTimeSeconds", "deniedPGExpirationTimeSeconds"})
-    args = CoschedulingArgs(r.get_int("permitWaitingTimeSeconds", 60), r.get_int("deniedPGExpirationTimeSeconds", 20))
+    r = _Reader(obj, path, errs, {"permitWaitingTimeSeconds"})
+    args = CoschedulingArgs(r.get_int("permitWaitingTimeSeconds", 60))
     if args.permit_waiting_time_seconds <= 0:
         errs.invalid(f"{path}.permitWaitingTimeSeconds", args.permit_waiting_time_seconds,
                      "must be greater than 0")
-    if args.denied_pg_expiration_time_seconds < 0:
-        errs.invalid(f"{path}.deniedPGExpirationTimeSeconds", args.denied_pg_expiration_time_seconds,
-                     "must not be negative")
     return args
 
 

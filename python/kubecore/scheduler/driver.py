@@ -68,10 +68,9 @@ class Driver:
                 groups.append((fw, [p]))
         return groups
 
-    async def run_once(self, *, from_backoff: bool = True) -> int:
-        """One batch: the pods popped (0 when the queue had none to give). With `from_backoff`
-        an empty activeQ gives pods still backing off (the queue's SchedulerPopFromBackoffQ)."""
-        pinfos = self.core.queue.pop_batch(self.max_batch, from_backoff=from_backoff)
+    async def run_once(self) -> int:
+        """One batch: the pods popped (0 when activeQ had none)."""
+        pinfos = self.core.queue.pop_batch(self.max_batch)
         began = time.perf_counter()
         for fw, group in self._groups(pinfos):
             for start in range(0, len(group), CHUNK):
@@ -116,7 +115,7 @@ class Driver:
     async def drain(self) -> None:
         """Run until activeQ is empty and no binding cycle is in progress."""
         while True:
-            if await self.run_once(from_backoff=False):
+            if await self.run_once():
                 continue
             if not self._tasks:
                 return

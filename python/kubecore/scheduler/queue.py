@@ -4,19 +4,7 @@
   priority first, then earlier timestamp). `pop` hands out the head and marks it in flight.
 - backoffQ: pods that failed and wait out their backoff: 1 s after the first attempt, doubling
   per attempt up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds), counted from when
-  they came back; a podMaxBackoff of 0 disables backoff. `pop` first moves every pod whose
-  backoff ended to activeQ. Pods that failed with an error (no plugin rejected them) wait in a
-  heap of their own, the error backoffQ.
-- popping from backoffQ (upstream's SchedulerPopFromBackoffQ, KEP-5142, on by default since
-  Kubernetes 1.33; `pop_from_backoff=False` turns it off): when activeQ is empty, `pop` takes the
-  head of backoffQ without waiting for its backoff to end, so an idle scheduler retries at once
-  (a preemptor whose victims are gone, say). The pod is popped like one from activeQ: its attempts
-  grow and its next failure backs it off longer. Pods in the error backoffQ are never popped
-  early. Backoff expirations are truncated to 1 s ordering windows
-  (backoffQOrderingWindowDuration); a pod backs off until its window has ended, and within a
-  window backoffQ is ordered like activeQ (priority, then timestamp), so the early pop takes the
-  pod activeQ would have taken. PreEnqueue plugins run when a pod enters backoffQ (a gated pod
-  goes to the unschedulable pool instead), not again when it leaves it.
+  they came back. `pop` first moves every pod whose backoff ended to activeQ.
 - unschedulable pool: pods rejected by plugins. A cluster event moves a pod out only when one of
   the plugins that rejected it registered for the event and its queueing hint says QUEUE (to
   backoffQ, or straight to activeQ once the backoff is over or when a Pending plugin asked). Pods
@@ -26,9 +14,8 @@
 - in flight: events that arrive while a pod is being scheduled are replayed through its hints
   if it fails (`InFlight`), so an event during a cycle is never lost.
 
-Time comes from the injected clock; nothing here sleeps except `wait_ready` / `pop_wait`, which
-wait for an add, a pod entering backoffQ (when it may be popped early), or the next backoff
-expiry. Not thread-safe: call it from one event loop.
+Time comes from the injected clock; nothing here sleeps except `pop_wait`, which waits for an
+add or the next backoff expiry. Not thread-safe: call it from one event loop.
 """
 
 from __future__ import annotations
@@ -37,7 +24,6 @@ import asyncio
 import enum
 import heapq
 import itertools
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +39,7 @@ from kubecore.scheduler.podinfo import Obj, QueuedPodInfo, pod_key, scheduler_na
 from kubecore.scheduler.status import Code
 
 __all__ = ["SchedulingQueue", "QueueProfile", "QueueError", "QueueClosed", "Strategy", "ACTIVE", "BACKOFF",
-           "UNSCHEDULABLE", "BACKOFF_ORDERING_WINDOW"]
+           "UNSCHEDULABLE"]
 
 ACTIVE, BACKOFF, UNSCHEDULABLE = "Active", "Backoff", "Unschedulable"
 _POD_SCALE_DOWN = ClusterEvent(ev.POD, ev.ActionType.UPDATE_POD_SCALE_DOWN)
@@ -61,8 +47,6 @@ _POD_ADD = ev.EVENT_UNSCHEDULED_POD_ADD.describe()
 _POD_UPDATE = ev.EVENT_UNSCHEDULED_POD_UPDATE.describe()
 _UNSCHEDULED_POD_EVENTS = (_POD_ADD, _POD_UPDATE)
 _NONE: frozenset[str] = frozenset()
-BACKOFF_ORDERING_WINDOW = 1.0
-"""Seconds per backoffQ ordering window (upstream backoffQOrderingWindowDuration)."""
 
 
 class QueueError(Exception):
@@ -109,24 +93,21 @@ def priority_sort_key(pinfo: QueuedPodInfo) -> tuple[int, float]:
 
 
 class SchedulingQueue:
-    """See the module docstring. Invariants: a pod key is in at most one of activeQ, backoffQ and
-    the unschedulable pool; `_backoff` maps every backoffQ pod to its entry in `_backoff_heap`,
-    or in `_error_heap` when its key is in `_error_backoff`; heap entries of removed pods are
-    blanked (entry[2] = None); a backoff entry's key starts with the time its backoff ends."""
+    """See the module docstring. Invariant: a pod key is in at most one of activeQ, backoffQ and
+    the unschedulable pool; heap entries of removed pods are blanked (entry[2] = None)."""
 
     def __init__(self, *, profiles: Mapping[str, QueueProfile] | None = None, clock: Clock = REAL_CLOCK,
                  sort_key: Callable[[QueuedPodInfo], Any] | None = None,
                  less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = 300.0, leftover_flush_interval: float = 30.0,
-                 nominator: Nominator | None = None, pop_from_backoff: bool = True) -> None:
+                 nominator: Nominator | None = None) -> None:
         self.clock = clock
         self.profiles = dict(profiles or {})
         if sort_key is None:
             sort_key = priority_sort_key if less is None else (lambda p: _LessKey(p, less))
         self._sort_key = sort_key
         self.initial_backoff, self.max_backoff = initial_backoff, max_backoff
-        self.pop_from_backoff = pop_from_backoff
         self.max_in_unschedulable = max_in_unschedulable
         self.leftover_flush_interval = leftover_flush_interval
         self.nominator = nominator if nominator is not None else Nominator()
@@ -135,8 +116,6 @@ class SchedulingQueue:
         self._active: dict[str, list[Any]] = {}
         self._backoff_heap: list[list[Any]] = []
         self._backoff: dict[str, list[Any]] = {}
-        self._error_heap: list[list[Any]] = []
-        self._error_backoff: set[str] = set()
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._inflight = InFlight()
         self._cycle = 0
@@ -194,51 +173,13 @@ class SchedulingQueue:
             d += d
         return d
 
-    def _align(self, t: float) -> float:
-        """`t` truncated to the start of its ordering window (as is, when not popping from backoffQ)."""
-        if not self.pop_from_backoff:
-            return t
-        return math.floor(t / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
-
     def _backoff_expiry(self, p: QueuedPodInfo) -> float:
-        """When `p`'s backoff ends, aligned to its window (upstream getBackoffTime); -inf when it
-        owes none: never tried, or podMaxBackoff is 0. Cached until the pod comes back."""
-        if p.attempts == 0 or self.max_backoff == 0:
-            return -math.inf
         if p.backoff_expiration is None:
-            p.backoff_expiration = self._align(p.timestamp + self.backoff_duration(p.attempts))
+            p.backoff_expiration = p.timestamp + self.backoff_duration(p.attempts)
         return p.backoff_expiration
 
-    def _ready_at(self, p: QueuedPodInfo) -> float:
-        """The first instant `p` no longer backs off: with windows, once its window has ended
-        (upstream isPodBackingoff compares the expiry with the start of the current window)."""
-        expiry = self._backoff_expiry(p)
-        return expiry + BACKOFF_ORDERING_WINDOW if self.pop_from_backoff else expiry
-
     def _backing_off(self, p: QueuedPodInfo) -> bool:
-        return self._ready_at(p) > self.clock.now()
-
-    def _push_backoff(self, p: QueuedPodInfo) -> None:
-        """Into the error backoffQ when no plugin rejected `p`, else into backoffQ, which orders a
-        window's pods like activeQ when they may be popped early."""
-        ready = self._ready_at(p)
-        if not p.unschedulable_plugins and not p.pending_plugins:
-            entry = [(ready,), next(self._seq), p]
-            self._error_backoff.add(p.key)
-            heapq.heappush(self._error_heap, entry)
-        else:
-            key = (ready, self._sort_key(p)) if self.pop_from_backoff else (ready,)
-            entry = [key, next(self._seq), p]
-            heapq.heappush(self._backoff_heap, entry)
-        self._backoff[p.key] = entry
-
-    def _drop_backoff(self, key: str) -> bool:
-        self._error_backoff.discard(key)
-        return self._drop(self._backoff, key)
-
-    def _poppable_backoff(self) -> bool:
-        """Whether `pop` would take a pod from backoffQ now that activeQ is empty."""
-        return self.pop_from_backoff and len(self._backoff) > len(self._error_backoff)
+        return self._backoff_expiry(p) > self.clock.now()
 
     # ---- the three places --------------------------------------------------------------------
 
@@ -254,9 +195,8 @@ class SchedulingQueue:
         entry[2] = None
         return True
 
-    def _move_to_active(self, p: QueuedPodInfo, event: str, *, from_backoff: bool = False) -> bool:
-        if not (from_backoff and self.pop_from_backoff):  # else it passed PreEnqueue on the way in
-            self._run_pre_enqueue(p)
+    def _move_to_active(self, p: QueuedPodInfo, event: str) -> bool:
+        self._run_pre_enqueue(p)
         if p.gated:
             if p.key not in self._active and p.key not in self._backoff:
                 self._unschedulable.setdefault(p.key, p)
@@ -264,7 +204,7 @@ class SchedulingQueue:
         if p.initial_attempt_timestamp is None:
             p.initial_attempt_timestamp = self.clock.now()
         self._unschedulable.pop(p.key, None)
-        self._drop_backoff(p.key)
+        self._drop(self._backoff, p.key)
         self._drop(self._active, p.key)
         self._push_active(p)
         if event in _UNSCHEDULED_POD_EVENTS and (self.nominator or status_nominated_node(p.pod)):
@@ -272,24 +212,20 @@ class SchedulingQueue:
         self._wake()
         return True
 
-    def _move_to_backoff(self, p: QueuedPodInfo) -> bool:
-        """Into backoffQ; False when PreEnqueue gates `p` (it stays in the unschedulable pool)."""
-        if self.pop_from_backoff:  # a pod popped early from backoffQ must have passed PreEnqueue
-            self._run_pre_enqueue(p)
-            if p.gated:
-                self._unschedulable.setdefault(p.key, p)
-                return False
+    def _move_to_backoff(self, p: QueuedPodInfo) -> None:
         self._unschedulable.pop(p.key, None)
-        self._push_backoff(p)
+        entry = [self._backoff_expiry(p), next(self._seq), p]
+        self._backoff[p.key] = entry
+        heapq.heappush(self._backoff_heap, entry)
         self._wake()
-        return True
 
     def _requeue(self, p: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         if strategy is Strategy.SKIP:
             self._unschedulable[p.key] = p
             return UNSCHEDULABLE
         if strategy is Strategy.AFTER_BACKOFF and self._backing_off(p):
-            return BACKOFF if self._move_to_backoff(p) else UNSCHEDULABLE
+            self._move_to_backoff(p)
+            return BACKOFF
         return ACTIVE if self._move_to_active(p, event) else UNSCHEDULABLE
 
     def _profile(self, p: QueuedPodInfo) -> QueueProfile:
@@ -342,9 +278,6 @@ class SchedulingQueue:
                 if table is self._active:
                     self._drop(self._active, key)
                     self._push_active(p)
-                else:  # its priority may have changed: re-sort it within its window
-                    self._drop_backoff(key)
-                    self._push_backoff(p)
                 return
         p2 = self._unschedulable.get(key)
         if p2 is None:
@@ -361,7 +294,7 @@ class SchedulingQueue:
     def delete(self, pod: Obj) -> None:
         key = pod_key(pod)
         self.nominator.delete(key)
-        if not self._drop(self._active, key) and not self._drop_backoff(key):
+        if not self._drop(self._active, key) and not self._drop(self._backoff, key):
             self._unschedulable.pop(key, None)
 
     def activate(self, pods: Iterable[Obj]) -> None:
@@ -369,71 +302,71 @@ class SchedulingQueue:
         for pod in pods:
             key = pod_key(pod)
             p = self._unschedulable.get(key)
-            from_backoff = p is None and key in self._backoff
-            if from_backoff:
+            if p is None and key in self._backoff:
                 p = self._backoff[key][2]
             if p is not None:
-                self._move_to_active(p, ev.FORCE_ACTIVATE, from_backoff=from_backoff)
+                self._move_to_active(p, ev.FORCE_ACTIVATE)
             elif key in self._inflight:
                 self._inflight.add_event(ev.EVENT_FORCE_ACTIVATE, None, pod)
 
     # ---- the scheduling loop's side ----------------------------------------------------------
 
     def pop(self) -> QueuedPodInfo | None:
-        """The head of activeQ (after flushing finished backoffs) or, when activeQ is empty, the
-        head of backoffQ (see the module docstring), marked in flight; None if neither has one."""
-        self._flush_due()
-        return self._pop_one()
+        """The head of activeQ (after flushing finished backoffs), marked in flight; None if empty."""
+        self.flush_backoff_completed()
+        if self.clock.now() >= self._next_leftover_flush:
+            self.flush_unschedulable_leftover()
+        return self._pop_active()
 
-    def pop_batch(self, limit: int, *, from_backoff: bool = True) -> list[QueuedPodInfo]:
-        """Up to `limit` pods, in the order successive `pop`s would hand them out, each in flight.
-        `from_backoff=False` takes only activeQ's (what "run until activeQ is empty" wants)."""
-        self._flush_due()
+    def pop_batch(self, limit: int) -> list[QueuedPodInfo]:
+        """Up to `limit` pods from the head of activeQ, in order, each marked in flight."""
+        self.flush_backoff_completed()
+        if self.clock.now() >= self._next_leftover_flush:
+            self.flush_unschedulable_leftover()
         out: list[QueuedPodInfo] = []
         while len(out) < limit:
-            p = self._pop_one(from_backoff=from_backoff)
+            p = self._pop_active()
             if p is None:
                 break
             out.append(p)
         return out
 
-    def _flush_due(self) -> None:
-        self.flush_backoff_completed()
-        if self.clock.now() >= self._next_leftover_flush:
-            self.flush_unschedulable_leftover()
-
-    def _pop_one(self, *, from_backoff: bool = True) -> QueuedPodInfo | None:
-        p = _pop_live(self._active_heap, self._active)
-        if p is None and from_backoff and self.pop_from_backoff:  # upstream unlockedPop -> popBackoff
-            p = _pop_live(self._backoff_heap, self._backoff)
-        if p is None:
-            return None
-        p.attempts += 1
-        self._cycle += 1
-        p.cycle = self._cycle
-        p.unschedulable_plugins = _NONE
-        p.pending_plugins = _NONE
-        p.gating_plugin = ""
-        p.gating_plugin_events = ()
-        self._inflight.pop(p.key)
-        return p
+    def _pop_active(self) -> QueuedPodInfo | None:
+        heap = self._active_heap
+        while heap:
+            p: QueuedPodInfo | None = heapq.heappop(heap)[2]
+            if p is None:
+                continue
+            del self._active[p.key]
+            p.attempts += 1
+            self._cycle += 1
+            p.cycle = self._cycle
+            p.unschedulable_plugins = _NONE
+            p.pending_plugins = _NONE
+            p.gating_plugin = ""
+            p.gating_plugin_events = ()
+            self._inflight.pop(p.key)
+            return p
+        return None
 
     async def wait_ready(self) -> None:
-        """Return once `pop` has a pod: activeQ has one (after an add, or when a backoff or the
-        leftover flush is due) or backoffQ has one it may pop early; QueueClosed once closed."""
+        """Return once activeQ has a pod (after an add, or when a backoff or the leftover flush
+        is due); QueueClosed once the queue is closed."""
         while True:
             if self._closed:
                 raise QueueClosed()
-            self._flush_due()
-            if self._active or self._poppable_backoff():
+            self.flush_backoff_completed()
+            if self.clock.now() >= self._next_leftover_flush:
+                self.flush_unschedulable_leftover()
+            if self._active:
                 return
             await self._wait_for_work()
 
     async def pop_wait(self) -> QueuedPodInfo:
-        """`pop`, waiting for a pod when there is none to pop."""
+        """`pop`, waiting for a pod when activeQ is empty."""
         while True:
             await self.wait_ready()
-            p = self._pop_one()
+            p = self._pop_active()
             if p is not None:
                 return p
 
@@ -574,15 +507,13 @@ class SchedulingQueue:
     # ---- timers ------------------------------------------------------------------------------
 
     def flush_backoff_completed(self) -> None:
-        """Move every pod whose backoff has ended (whole windows at once) to activeQ."""
-        now = self.clock.now()
-        for heap in (self._backoff_heap, self._error_heap):
-            while heap and (heap[0][2] is None or heap[0][0][0] <= now):
-                p: QueuedPodInfo | None = heapq.heappop(heap)[2]
-                if p is None:
-                    continue
-                self._drop_backoff(p.key)
-                self._move_to_active(p, ev.BACKOFF_COMPLETE, from_backoff=True)
+        now, heap = self.clock.now(), self._backoff_heap
+        while heap and (heap[0][2] is None or heap[0][0] <= now):
+            p: QueuedPodInfo | None = heapq.heappop(heap)[2]
+            if p is None:
+                continue
+            del self._backoff[p.key]
+            self._move_to_active(p, ev.BACKOFF_COMPLETE)
 
     def flush_unschedulable_leftover(self) -> None:
         now = self.clock.now()
@@ -592,14 +523,12 @@ class SchedulingQueue:
             self._move_pods(old, ev.EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
 
     def next_wakeup(self) -> float | None:
-        """When `pop` may next have something new without an add: the earliest end of a backoff,
+        """When `pop` may next have something new without an add: the earliest backoff expiry,
         or the next leftover flush while the pool is not empty."""
-        times: list[float] = []
-        for heap in (self._backoff_heap, self._error_heap):
-            while heap and heap[0][2] is None:
-                heapq.heappop(heap)
-            if heap:
-                times.append(heap[0][0][0])
+        heap = self._backoff_heap
+        while heap and heap[0][2] is None:
+            heapq.heappop(heap)
+        times: list[float] = [heap[0][0]] if heap else []
         if self._unschedulable:
             times.append(self._next_leftover_flush)
         return min(times) if times else None
@@ -634,16 +563,6 @@ class SchedulingQueue:
 
     def delete_nominated_pod_if_exists(self, key: str) -> None:
         self.nominator.delete(key)
-
-
-def _pop_live(heap: list[list[Any]], table: dict[str, list[Any]]) -> QueuedPodInfo | None:
-    """Pop the first entry of `heap` that was not blanked and forget it in `table`."""
-    while heap:
-        p: QueuedPodInfo | None = heapq.heappop(heap)[2]
-        if p is not None:
-            del table[p.key]
-            return p
-    return None
 
 
 def _affinity_matches(pending: Obj, ns: str, labels: dict[str, str]) -> bool:

@@ -103,8 +103,6 @@ profiles:
      'profiles[0].pluginConfig[1].name: Duplicate value: "NodeResourcesFit"'),
     ({"profiles": [{"plugins": {"filters": {}}}]}, 'strict decoding error: unknown field "profiles[0].plugins.filters"'),
     ({"bogus": 1}, 'strict decoding error: unknown field "bogus"'),
-    ({"profiles": [{"pluginConfig": [{"name": "Coscheduling", "args": {"deniedPGExpirationTimeSeconds": -1}}]}]},
-     "deniedPGExpirationTimeSeconds: Invalid value: -1: must not be negative"),
     ({"profiles": [{"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "Other"}],
                                                                     "disabled": [{"name": "*"}]}}},
                    {"schedulerName": "b"}]}, "queueSort must be the same for all profiles"),

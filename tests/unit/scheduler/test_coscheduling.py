@@ -8,8 +8,6 @@ import pytest
 
 from kubecore.client.clock import settle
 from kubecore.scheduler.driver import Driver
-from kubecore.scheduler.interface import CycleState
-from kubecore.scheduler.status import is_success
 from kubecore.scheduler.plugins.coscheduling import MIN_MEMBER_KEY, POD_GROUP_LABEL, pod_group
 from kubecore.scheduler.podinfo import Obj
 from kubecore.scheduler.registry import SchedulerCore
@@ -114,17 +112,3 @@ async def test_prefilter_checks_the_group_size_when_pods_can_be_listed() -> None
     # a sibling's creation requeues the pod (Coscheduling registered Pod/Add with a same-group hint)
     add(core, rec, member("m2", "g", 3))
     assert core.queue.where("default/m0") == "Backoff"
-
-
-async def test_a_failed_gang_is_refused_for_a_while_then_tried_again() -> None:
-    """scheduler-plugins' lastDeniedPG: after a placement failure the gang's members are refused at
-    PreFilter for deniedPGExpirationTimeSeconds (20 s) instead of cycling through the queue."""
-    core, rec, driver, failed = await run_gang("python", 4)
-    assert rec.bound == [] and len(failed) == 4
-    fw = core.frameworks["default-scheduler"]
-    state = CycleState()
-    _, status, _ = fw.run_pre_filter(state, member("m0", "g", 4))
-    assert status is not None and status.message() == "pod with pgName: default/g last failed in 20s, deny"
-    await core.clock.step(20.1)  # type: ignore[attr-defined]
-    _, status, _ = fw.run_pre_filter(CycleState(), member("m0", "g", 4))
-    assert is_success(status)

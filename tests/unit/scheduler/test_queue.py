@@ -12,9 +12,7 @@ from kubecore.scheduler.events import ActionType, ClusterEvent, QueueingHint
 from kubecore.scheduler.interface import NominatingInfo
 from kubecore.scheduler.plugins.gates import SchedulingGates
 from kubecore.scheduler.podinfo import Obj, QueuedPodInfo
-from kubecore.scheduler.queue import (ACTIVE, BACKOFF, BACKOFF_ORDERING_WINDOW, UNSCHEDULABLE, QueueError,
-                                     QueueProfile, SchedulingQueue)
-from kubecore.scheduler.status import Code, Status
+from kubecore.scheduler.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, QueueError, QueueProfile, SchedulingQueue
 from tests.unit.scheduler.helpers import node, pod
 
 NODE_ADD = ClusterEvent(ev.NODE, ActionType.ADD)
@@ -64,23 +62,20 @@ def test_update_of_an_active_pod_reorders_it() -> None:
     assert keys(q.pop_batch(2)) == ["default/b", "default/a"]
 
 
-@pytest.mark.parametrize("windows", [True, False])
 @pytest.mark.parametrize("attempts, backoff", [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (6, 10.0)])
-def test_backoff_doubles_from_one_second_to_ten(attempts: int, backoff: float, windows: bool) -> None:
-    clock = FakeClock()  # starts on a whole second, and only whole seconds pass before the failure
-    q = make_queue(clock, pop_from_backoff=windows)
-    # With ordering windows a pod backs off until the window its backoff ends in is over.
-    extra = BACKOFF_ORDERING_WINDOW if windows else 0.0
+def test_backoff_doubles_from_one_second_to_ten(attempts: int, backoff: float) -> None:
+    clock = FakeClock()
+    q = make_queue(clock)
     q.add(pod("a"))
     for _ in range(attempts - 1):  # earlier attempts: fail, wait the backoff out, pop again
         p = q.pop()
         assert p is not None
         fail(q, p)
-        clock.advance(q.backoff_duration(p.attempts) + extra)
+        clock.advance(q.backoff_duration(p.attempts))
     p = q.pop()
     assert p is not None and p.attempts == attempts
     assert fail(q, p) == BACKOFF  # an error (no rejecting plugin) always backs off
-    clock.advance(backoff + extra - 0.001)
+    clock.advance(backoff - 0.001)
     assert q.pop() is None and q.where("default/a") == BACKOFF
     clock.advance(0.001)
     again = q.pop()
@@ -273,187 +268,10 @@ async def test_pop_wait_wakes_at_the_backoff_deadline() -> None:
     q.add(pod("a"))
     p = q.pop()
     assert p is not None and fail(q, p) == BACKOFF
-    waiter = asyncio.create_task(q.pop_wait())  # an error backoff is never cut short
+    waiter = asyncio.create_task(q.pop_wait())
     await settle()
-    assert not waiter.done()
-    await clock.step(1.5)  # 1 s of backoff, then the rest of its ordering window
     assert not waiter.done()
     await clock.step(0.5)
-    assert waiter.done() and waiter.result().key == "default/a"
-
-
-# ---- popping from backoffQ (upstream SchedulerPopFromBackoffQ, KEP-5142) ----------------------
-
-
-class Blocker:
-    """A PreEnqueue plugin that holds back the pods named in `names`."""
-
-    name = "Blocker"
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def pre_enqueue(self, p: Obj) -> Status | None:
-        if p["metadata"]["name"] in self.names:
-            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "blocked")
-        return None
-
-
-def to_backoff(q: SchedulingQueue, clock: FakeClock, *names: str, prio: dict[str, int] | None = None,
-               step: float = 0.0) -> None:
-    """Pods `names` tried and rejected by Fit, `step` seconds apart, then sent to backoffQ by a node."""
-    for n in names:
-        q.add(pod(n, priority=(prio or {}).get(n, 0)))
-    popped = {p.key: p for p in q.pop_batch(len(names))}
-    for n in names:
-        assert fail(q, popped[f"default/{n}"], "Fit") == UNSCHEDULABLE
-        clock.advance(step)
-    q.node_added(node("n"))
-    assert all(q.where(f"default/{n}") == BACKOFF for n in names)
-
-
-def test_an_empty_activeq_pops_the_head_of_backoffq_before_its_backoff_ends() -> None:
-    clock = FakeClock()
-    q = make_queue(clock)
-    to_backoff(q, clock, "a")
-    p = q.pop()  # no time has passed: its backoff (1 s, then the rest of the window) is not over
-    assert p is not None and p.key == "default/a" and p.attempts == 2
-    assert q.where("default/a") is None and q.in_flight() == ["default/a"]
-    assert p.unschedulable_plugins == frozenset()  # a fresh cycle, as from activeQ
-    now = clock.now()
-    fail(q, p, "Fit")  # the second failure owes 2 s of backoff
-    q.node_added(node("m"))
-    assert q.where("default/a") == BACKOFF and q.next_wakeup() == (now + 2.0) // 1 + BACKOFF_ORDERING_WINDOW
-    assert q.pop() is not None and q.pop() is None
-
-
-def test_without_pop_from_backoff_a_pod_waits_its_backoff_out() -> None:
-    clock = FakeClock()
-    q = make_queue(clock, pop_from_backoff=False)
-    to_backoff(q, clock, "a")
-    assert q.pop() is None and q.pop_batch(5) == [] and q.where("default/a") == BACKOFF
-    clock.advance(1.0)
-    p = q.pop()
-    assert p is not None and p.key == "default/a"
-
-
-def test_activeq_pods_win_over_backoffq_pods() -> None:
-    clock = FakeClock()
-    q = make_queue(clock)
-    to_backoff(q, clock, "backing-off", prio={"backing-off": 100})
-    q.add(pod("fresh"))
-    assert keys(q.pop_batch(1)) == ["default/fresh"]  # activeQ first, whatever the priorities
-    assert q.where("default/backing-off") == BACKOFF
-    assert keys(q.pop_batch(5)) == ["default/backing-off"]  # then backoffQ's head
-
-
-def test_pop_batch_can_leave_backoffq_alone() -> None:
-    clock = FakeClock()
-    q = make_queue(clock)
-    to_backoff(q, clock, "a")
-    q.add(pod("b"))
-    assert keys(q.pop_batch(5, from_backoff=False)) == ["default/b"]
-    assert q.where("default/a") == BACKOFF
-
-
-def test_backoffq_orders_a_window_by_priority_then_timestamp() -> None:
-    clock = FakeClock()  # on a whole second T
-    q = make_queue(clock)
-    prio = {"x": 0, "w": 0, "y": 5, "z": 10}
-    # Failures at T, T+0.4, T+0.8 (backoff ends in the window [T+1, T+2)) and T+1.2 (window T+2).
-    to_backoff(q, clock, "x", "w", "y", "z", prio=prio, step=0.4)
-    # Within a window: priority, then the earlier timestamp; the later window comes last
-    # even though its pod has the highest priority.
-    assert keys(q.pop_batch(10)) == ["default/y", "default/x", "default/w", "default/z"]
-
-
-def test_an_update_resorts_a_pod_within_its_window() -> None:
-    clock = FakeClock()
-    q = make_queue(clock)
-    to_backoff(q, clock, "x", "w", prio={"x": 1, "w": 0}, step=0.1)
-    q.update(pod("w"), pod("w", priority=7))
-    assert keys(q.pop_batch(10)) == ["default/w", "default/x"]
-
-
-def test_whole_windows_move_to_activeq_when_they_end() -> None:
-    clock = FakeClock()
-    start = clock.now()  # a whole second T
-    q = make_queue(clock)
-    to_backoff(q, clock, "x", "w", "y", "z", step=0.4)  # windows T+1 (x, w, y) and T+2 (z)
-    clock.set(start + 1.999)  # the window T+1 has not ended
-    q.flush_backoff_completed()
-    assert q.counts()["backoff"] == 4
-    clock.set(start + 2.0)
-    q.flush_backoff_completed()
-    assert q.counts()["active"] == 3 and q.where("default/z") == BACKOFF
-
-
-def test_error_backoff_pods_are_never_popped_early() -> None:
-    clock = FakeClock()
-    q = make_queue(clock)
-    q.add(pod("err"))
-    p = q.pop()
-    assert p is not None and fail(q, p) == BACKOFF  # no plugin rejected it: the error backoffQ
-    assert q.pop() is None and q.where("default/err") == BACKOFF
-    to_backoff(q, clock, "fit")
-    assert keys(q.pop_batch(5)) == ["default/fit"]
-    assert q.where("default/err") == BACKOFF
-    clock.advance(2.0)  # 1 s of backoff plus the rest of its window
-    assert keys(q.pop_batch(5)) == ["default/err"]
-
-
-def test_max_backoff_zero_skips_backoff() -> None:
-    clock = FakeClock()
-    q = make_queue(clock, max_backoff=0.0)
-    q.add(pod("a"))
-    p = q.pop()
-    assert p is not None and fail(q, p) == ACTIVE
-    p = q.pop()
-    assert p is not None and p.attempts == 2
-
-
-def test_pre_enqueue_runs_on_the_way_into_backoffq() -> None:
-    clock = FakeClock()
-    blocker = Blocker()
-    q = SchedulingQueue(profiles={"default-scheduler": QueueProfile(
-        pre_enqueue=[blocker], hints=[(NODE_ADD, "Fit", None), (NODE_ADD, "Blocker", None)])}, clock=clock)
-    q.add(pod("a"))
-    p = q.pop()
-    assert p is not None and fail(q, p, "Fit") == UNSCHEDULABLE
-    blocker.names.add("a")
-    q.node_added(node("n"))  # Fit says queue, but the pod may not leave the pool: it stays gated
-    assert q.where("default/a") == UNSCHEDULABLE and q.counts()["gated"] == 1 and q.pop() is None
-    blocker.names.clear()
-    q.node_added(node("m"))  # an event its gating plugin registered: into backoffQ, then popped
-    assert q.where("default/a") == BACKOFF
-    p = q.pop()
-    assert p is not None and p.key == "default/a"
-
-
-async def test_a_waiter_wakes_when_a_pod_enters_backoffq() -> None:
-    clock = FakeClock()
-    q = make_queue(clock)
-    q.add(pod("a"))
-    p = q.pop()
-    assert p is not None and fail(q, p, "Fit") == UNSCHEDULABLE
-    ready = asyncio.create_task(q.wait_ready())
-    waiter = asyncio.create_task(q.pop_wait())
-    await settle()
-    assert not ready.done() and not waiter.done()
-    q.node_added(node("n"))  # into backoffQ; the clock does not move
-    await settle()
-    assert ready.done() and waiter.done() and waiter.result().key == "default/a"
-
-
-async def test_without_pop_from_backoff_a_waiter_sleeps_until_the_window_ends() -> None:
-    clock = FakeClock()
-    q = make_queue(clock, pop_from_backoff=False)
-    q.add(pod("a"))
-    p = q.pop()
-    assert p is not None and fail(q, p, "Fit") == UNSCHEDULABLE
-    waiter = asyncio.create_task(q.pop_wait())
-    q.node_added(node("n"))
-    await settle()
-    assert not waiter.done() and q.where("default/a") == BACKOFF
-    await clock.step(1.0)
+    assert not waiter.done()
+    await clock.step(0.5)
     assert waiter.done() and waiter.result().key == "default/a"

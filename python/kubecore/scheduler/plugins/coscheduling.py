@@ -18,11 +18,6 @@ Pods without the group label are left alone. For a member:
   gang keeps resources.
 - PostFilter (a member fits nowhere, even after preemption): reject the waiting siblings at once
   rather than at the timeout.
-- A gang that failed (a member fit nowhere, or a member was unreserved: timeout, rejection, failed
-  binding; not a PreFilter refusal such as too few siblings yet) is refused at PreFilter for `deniedPGExpirationTimeSeconds` (20 s; scheduler-plugins'
-  lastDeniedPG): "pod with pgName: ns/g last failed in 20s, deny" (UnschedulableAndUnresolvable).
-  Without it the queue, which retries backing-off pods at once when nothing else waits
-  (SchedulerPopFromBackoffQ), would cycle a gang that cannot fit as fast as it can.
 """
 
 from __future__ import annotations
@@ -43,7 +38,6 @@ __all__ = ["Coscheduling", "POD_GROUP_LABEL", "MIN_MEMBER_KEY", "pod_group"]
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 MIN_MEMBER_KEY = "scheduling.x-k8s.io/min-member"
 _SKIP = Status(Code.SKIP)
-_REFUSED = "Coscheduling/refused"  # CycleState: PreFilter refused the pod (group too small, or denied)
 
 
 def pod_group(pod: Obj) -> tuple[str, str, int] | None:
@@ -70,10 +64,7 @@ class Coscheduling:
 
     def __init__(self, args: CoschedulingArgs, handle: Handle) -> None:
         self.timeout = float(args.permit_waiting_time_seconds)
-        self.deny_for = float(args.denied_pg_expiration_time_seconds)
         self.handle = handle
-        self._denied: dict[tuple[str, str], float] = {}
-        """(namespace, group) -> when its refusal ends (scheduler-plugins' lastDeniedPG)."""
         handle.cache.add_label_index(POD_GROUP_LABEL)
 
     def _members(self, ns: str, group: str) -> list[Obj]:
@@ -90,17 +81,9 @@ class Coscheduling:
         if g is None:
             return None, _SKIP
         ns, group, minimum = g
-        until = self._denied.get((ns, group))
-        if until is not None:
-            if self.handle.clock.now() < until:
-                state.write(_REFUSED, True)
-                return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                                    f"pod with pgName: {ns}/{group} last failed in {self.deny_for:g}s, deny")
-            del self._denied[(ns, group)]
         if self.handle.services.list_pods is not None:
             total = len(self._members(ns, group))
             if total < minimum:
-                state.write(_REFUSED, True)
                 name = (pod.get("metadata") or {}).get("name", "")
                 return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                                     f"pre-filter pod {name} cannot find enough sibling pods, "
@@ -129,7 +112,6 @@ class Coscheduling:
     def unreserve(self, state: CycleState, pod: Obj, node: str) -> None:
         g = pod_group(pod)
         if g is not None:
-            self._deny(g[0], g[1])
             self._reject_waiting(g[0], g[1], "rejection in Unreserve", exclude=pod_key(pod))
 
     def post_filter(self, state: CycleState, pod: Obj,
@@ -140,18 +122,8 @@ class Coscheduling:
         ns, group, _ = g
         name = (pod.get("metadata") or {}).get("name", "")
         msg = f"PodGroup {ns}/{group} gets rejected due to Pod {name} is unschedulable even after PostFilter"
-        if not state.get(_REFUSED):  # a placement failed, not the group check: refuse the gang a while
-            self._deny(ns, group)
         self._reject_waiting(ns, group, msg, exclude=pod_key(pod))
         return None, Status(Code.UNSCHEDULABLE, msg)
-
-    def _deny(self, ns: str, group: str) -> None:
-        if self.deny_for <= 0:
-            return
-        now = self.handle.clock.now()
-        if len(self._denied) >= 1024:  # groups never tried again must not pile up
-            self._denied = {k: t for k, t in self._denied.items() if t > now}
-        self._denied[(ns, group)] = now + self.deny_for
 
     def _reject_waiting(self, ns: str, group: str, msg: str, *, exclude: str) -> None:
         for wp in self.handle.framework.waiting_pods:
