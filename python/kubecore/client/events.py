@@ -1,9 +1,9 @@
 """Recording core/v1 Events about objects, as client-go's tools/record does.
 
 One `EventBroadcaster` per process owns the writer: a bounded queue (1000 events; more are dropped
-rather than blocking the caller, counted in `dropped` and logged at most once per 10 s) drained by one task that correlates each event
-(`events_cache.EventCorrelator`: aggregation of similar events, counting of identical ones, spam
-filtering) and writes it through an `EventSink`. Each component gets an `EventRecorder` from
+rather than blocking the caller, counted in `dropped` and logged at most once per 10 s) drained
+by one task that correlates each event (`events_cache.EventCorrelator`: aggregation of similar
+events, counting of identical ones, spam filtering) and writes it through an `EventSink`. Each component gets an `EventRecorder` from
 `broadcaster.new_recorder(component)`; `recorder.event(obj, "Normal", reason=..., message=...)`
 never blocks and never raises for API trouble.
 
