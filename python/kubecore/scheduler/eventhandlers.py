@@ -13,7 +13,11 @@ Failed leaves the cache — upstream's informer drops terminal pods with a field
 filter does it). Upstream's special cases:
 
 - an update of a pod the cache holds as assumed does not reach the queue (it is being bound);
-- a deleted pending pod that waits at Permit is rejected there;
+- a pending pod that got bound leaves the queue without waking anyone (upstream's inBinding:
+  the cache's add is the event);
+- a deleted pending pod that waits at Permit is rejected there, and the room it held wakes the
+  unschedulable pods (AssignedPodDelete); so does a deleted pending pod that was nominated, for
+  pods of lower or equal priority; deleting any other pending pod moves no one;
 - a deleted bound pod frees its room: unschedulable pods that wait for that move.
 
 Nodes: add / update / delete to the cache and the queue (`node_added` etc.). PVCs, PVs and
@@ -32,7 +36,7 @@ from kubecore.scheduler import events as ev
 from kubecore.scheduler.cache import CacheError
 from kubecore.scheduler.events import ActionType, ClusterEvent
 from kubecore.scheduler.namespaces import NamespaceResolver
-from kubecore.scheduler.podinfo import Obj, pod_key, scheduler_name
+from kubecore.scheduler.podinfo import Obj, pod_key, pod_priority, scheduler_name
 from kubecore.scheduler.registry import SchedulerCore
 
 __all__ = ["PodHandlers", "node_handler", "storage_handler", "is_terminal", "assigned", "unwrap"]
@@ -93,6 +97,9 @@ class PodHandlers:
         old, new = self.resolve(old), self.resolve(new)
         self._filtered(self.for_cache, old, new, add=self.add_to_cache, update=self.update_in_cache,
                        delete=self.delete_from_cache)
+        if self.for_queue(old) and not self.for_queue(new) and self.for_cache(new):
+            self.delete_from_queue(old, in_binding=True)  # bound: not a removal (upstream inBinding)
+            return
         self._filtered(self.for_queue, old, new, add=self.core.queue.add, update=self.update_in_queue,
                        delete=self.delete_from_queue)
 
@@ -154,14 +161,24 @@ class PodHandlers:
             return
         self.core.queue.update(old, new)
 
-    def delete_from_queue(self, pod: Obj) -> None:
-        self.core.queue.delete(pod)
-        fw = self.core.framework_for(pod)
+    def delete_from_queue(self, pod: Obj, *, in_binding: bool = False) -> None:
+        """Upstream deletePodFromSchedulingQueue: a pod that got bound only leaves the queue (the
+        cache's add tells the others); a deleted one frees room only if it was assumed (waiting
+        at Permit) or nominated, and then wakes the pods that room may help. Deleting a pod that
+        held nothing moves no one."""
         queue = self.core.queue
+        queue.delete(pod)
+        if in_binding:
+            return
+        fw = self.core.framework_for(pod)
         if fw is not None and fw.waiting_pods.reject(pod_key(pod), "pod was deleted"):
             # it was assumed: its room is free again for the others
             queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod, None)
-        queue.move_all_to_active_or_backoff(ev.EVENT_UNSCHEDULED_POD_DELETE, pod, None)
+        elif (pod.get("status") or {}).get("nominatedNodeName"):
+            # lower or equal priority pods counted it as if it ran on that node
+            priority = pod_priority(pod)
+            queue.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod, None,
+                                                pre_check=lambda p: pod_priority(p) <= priority)
 
     # -- the cache's side (upstream addPodToCache & co) -------------------------------------------
 

@@ -92,6 +92,50 @@ def priority_sort_key(pinfo: QueuedPodInfo) -> tuple[int, float]:
     return (-pinfo.priority, pinfo.timestamp)
 
 
+class _Pool(dict[str, QueuedPodInfo]):
+    """The unschedulable pool: a dict of pods by key that also keeps, on every insert and removal,
+    the keys (in pool order) of the pods each frequent event can concern, so those events need
+    not visit the whole pool (a pile of pods that fit nowhere is walked by nothing):
+
+    - `on_pod_add`: pods an unscheduled pod's creation may move: gated ones, ones no plugin
+      rejected, and ones rejected by a plugin registered for that event (`add_listener`);
+    - `on_topology`: pods a bound pod may help: rejected by PodTopologySpread, or with a required
+      pod-affinity term.
+    """
+
+    def __init__(self, add_listener: Callable[[QueuedPodInfo], bool]) -> None:
+        super().__init__()
+        self._add_listener = add_listener
+        self.on_pod_add: dict[str, None] = {}
+        self.on_topology: dict[str, None] = {}
+
+    def __setitem__(self, key: str, p: QueuedPodInfo) -> None:
+        super().__setitem__(key, p)
+        rejectors = p.unschedulable_plugins | p.pending_plugins
+        _mark(self.on_pod_add, key, p.gated or not rejectors or self._add_listener(p))
+        _mark(self.on_topology, key, "PodTopologySpread" in p.unschedulable_plugins or _required_affinity(p.pod))
+
+    def setdefault(self, key: str, p: QueuedPodInfo) -> QueuedPodInfo:
+        if key not in self:
+            self[key] = p
+        return self[key]
+
+    def pop(self, key: str, default: QueuedPodInfo | None = None) -> QueuedPodInfo | None:  # type: ignore[override]
+        self.on_pod_add.pop(key, None)
+        self.on_topology.pop(key, None)
+        return super().pop(key, default)
+
+    def __delitem__(self, key: str) -> None:
+        self.pop(key)
+
+
+def _mark(index: dict[str, None], key: str, member: bool) -> None:
+    if member:
+        index[key] = None
+    else:
+        index.pop(key, None)
+
+
 class SchedulingQueue:
     """See the module docstring. Invariant: a pod key is in at most one of activeQ, backoffQ and
     the unschedulable pool; heap entries of removed pods are blanked (entry[2] = None)."""
@@ -116,7 +160,7 @@ class SchedulingQueue:
         self._active: dict[str, list[Any]] = {}
         self._backoff_heap: list[list[Any]] = []
         self._backoff: dict[str, list[Any]] = {}
-        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._unschedulable = _Pool(self._listens_to_pod_add)
         self._inflight = InFlight()
         self._cycle = 0
         self._next_leftover_flush = clock.now() + leftover_flush_interval
@@ -124,6 +168,8 @@ class SchedulingQueue:
         self._closed = False
         self._empty_profile = QueueProfile()
         self._interest: dict[ClusterEvent, bool] = {}  # whether any profile registered an event
+        self._listeners: dict[tuple[int, ClusterEvent], frozenset[str]] = {}
+        """(id of a profile, event) -> the profile's plugins registered for the event."""
         self._pod_add_matters = self._interesting(ev.EVENT_UNSCHEDULED_POD_ADD)
 
     # ---- introspection -----------------------------------------------------------------------
@@ -259,7 +305,8 @@ class SchedulingQueue:
             return
         self._move_to_active(QueuedPodInfo(pod, timestamp=self.clock.now()), _POD_ADD)
         if self._pod_add_matters:  # a new pod may complete a gang (also for pods in flight)
-            self._move_pods(list(self._unschedulable.values()), ev.EVENT_UNSCHEDULED_POD_ADD, None, pod)
+            pool = self._unschedulable
+            self._move_pods([pool[k] for k in list(pool.on_pod_add)], ev.EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def update(self, old: Obj | None, new: Obj) -> None:
         """A pending pod changed (upstream PriorityQueue.Update)."""
@@ -284,6 +331,7 @@ class SchedulingQueue:
             self._move_to_active(QueuedPodInfo(new, timestamp=self.clock.now()), _POD_UPDATE)
             return
         p2.update(new)
+        self._unschedulable[key] = p2  # its terms may have changed: index it again
         self.nominator.update(old or new, new)
         for e in events:
             if p2.gated and not ev.match_any(e, p2.gating_plugin_events):
@@ -408,6 +456,18 @@ class SchedulingQueue:
                 reg.matches(event) for prof in self.profiles.values() for reg, _, _ in prof.hints)
         return known
 
+    def _listeners_of(self, profile: QueueProfile, event: ClusterEvent) -> frozenset[str]:
+        """The plugins of `profile` registered for `event` (cached)."""
+        found = self._listeners.get((id(profile), event))
+        if found is None:
+            found = self._listeners[(id(profile), event)] = frozenset(
+                plugin for registered, plugin, _ in profile.hints if registered.matches(event))
+        return found
+
+    def _listens_to_pod_add(self, p: QueuedPodInfo) -> bool:
+        listeners = self._listeners_of(self._profile(p), ev.EVENT_UNSCHEDULED_POD_ADD)
+        return not (listeners.isdisjoint(p.unschedulable_plugins) and listeners.isdisjoint(p.pending_plugins))
+
     def _worth_requeuing(self, p: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
         rejectors = p.unschedulable_plugins | p.pending_plugins
         if not rejectors:
@@ -416,8 +476,11 @@ class SchedulingQueue:
             if isinstance(new, dict) and pod_key(new) != p.key:
                 return Strategy.SKIP  # a wildcard event aimed at another pod
             return Strategy.AFTER_BACKOFF
+        profile = self._profile(p)
+        if self._listeners_of(profile, event).isdisjoint(rejectors):
+            return Strategy.SKIP  # the common case, decided without walking the hints
         strategy = Strategy.SKIP
-        for registered, plugin, hint in self._profile(p).hints:
+        for registered, plugin, hint in profile.hints:
             if plugin not in rejectors or not registered.matches(event):
                 continue
             if hint is not None:
@@ -497,7 +560,9 @@ class SchedulingQueue:
         ns = (pod.get("metadata") or {}).get("namespace") or "default"
         labels = (pod.get("metadata") or {}).get("labels") or {}
         out = []
-        for p in self._unschedulable.values():
+        pool = self._unschedulable
+        for key in pool.on_topology:
+            p = pool[key]
             if "PodTopologySpread" in p.unschedulable_plugins and p.key.split("/", 1)[0] == ns:
                 out.append(p)
             elif _affinity_matches(p.pod, ns, labels):
@@ -563,6 +628,11 @@ class SchedulingQueue:
 
     def delete_nominated_pod_if_exists(self, key: str) -> None:
         self.nominator.delete(key)
+
+
+def _required_affinity(pending: Obj) -> bool:
+    affinity = (pending.get("spec") or {}).get("affinity") or {}
+    return bool((affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"))
 
 
 def _affinity_matches(pending: Obj, ns: str, labels: dict[str, str]) -> bool:

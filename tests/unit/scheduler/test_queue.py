@@ -275,3 +275,23 @@ async def test_pop_wait_wakes_at_the_backoff_deadline() -> None:
     assert not waiter.done()
     await clock.step(0.5)
     assert waiter.done() and waiter.result().key == "default/a"
+
+
+def test_pod_events_visit_only_the_pods_they_can_concern() -> None:
+    """A new pending pod or a bound pod offers its event only to the pool's pods that event can
+    move (the pool's indexes); the outcome is the same as offering it to every pod."""
+    clock = FakeClock()
+    adds = ClusterEvent(ev.POD, ActionType.ADD)
+    hints = [(NODE_ADD, "Fit", None), (adds, "Gang", None)]
+    q = SchedulingQueue(profiles={"default-scheduler": QueueProfile(pre_enqueue=[], hints=hints)}, clock=clock)
+    for name in ("fit", "gang", "spread"):
+        q.add(pod(name))
+    popped = {p.key: p for p in q.pop_batch(3)}
+    assert fail(q, popped["default/fit"], "Fit") == UNSCHEDULABLE
+    assert fail(q, popped["default/gang"], "Gang") == UNSCHEDULABLE
+    assert fail(q, popped["default/spread"], "PodTopologySpread") == UNSCHEDULABLE
+    pool = q._unschedulable
+    assert list(pool.on_pod_add) == ["default/gang"] and list(pool.on_topology) == ["default/spread"]
+    q.add(pod("newcomer"))  # Pod/Add: only the gang member's plugin listens
+    assert q.where("default/gang") == BACKOFF and q.where("default/fit") == UNSCHEDULABLE
+    assert list(pool.on_pod_add) == [] and "default/gang" not in pool

@@ -1,0 +1,47 @@
+"""Pod informer events into the queue: which pod deletions wake the unschedulable pods
+(upstream deletePodFromSchedulingQueue)."""
+
+from __future__ import annotations
+
+from kubecore.scheduler.driver import Driver
+from kubecore.scheduler.eventhandlers import PodHandlers
+from kubecore.scheduler.podinfo import Obj
+from kubecore.scheduler.queue import BACKOFF, UNSCHEDULABLE
+from kubecore.scheduler.registry import SchedulerCore
+from tests.unit.scheduler.helpers import build, config, node, pod
+
+
+def bound(p: Obj, node_name: str) -> Obj:
+    return {**p, "spec": {**p["spec"], "nodeName": node_name}}
+
+
+async def stuck() -> tuple[SchedulerCore, PodHandlers]:
+    """A one-cpu node and a nine-cpu pod NodeResourcesFit rejected, waiting in the unschedulable
+    pool (the default profile: Fit registers pod deletions, not additions)."""
+    core, _, _ = build(config(), native=True)
+    core.cache.add_node(node("n0", cpu="1"))
+    handlers = PodHandlers(core)
+    handlers.on_add(pod("big", cpu="9"))
+    await Driver(core, on_failed=lambda f: None).drain()
+    assert core.queue.where("default/big") == UNSCHEDULABLE
+    return core, handlers
+
+
+async def test_a_pending_pod_that_gets_bound_or_is_deleted_wakes_no_one() -> None:
+    core, handlers = await stuck()
+    small = pod("small")
+    handlers.on_add(small)
+    handlers.on_update(small, bound(small, "n0"))  # its binding: the pod leaves the queue, nothing freed
+    gone = pod("gone")
+    handlers.on_add(gone)
+    handlers.on_delete(gone)  # a pending pod held nothing
+    assert core.queue.where("default/big") == UNSCHEDULABLE
+    assert core.queue.where("default/small") is None and core.queue.where("default/gone") is None
+
+
+async def test_deleting_a_nominated_pending_pod_wakes_pods_of_lower_or_equal_priority() -> None:
+    core, handlers = await stuck()
+    nominated = {**pod("nominated", priority=5), "status": {"nominatedNodeName": "n0"}}
+    handlers.on_add(nominated)
+    handlers.on_delete(nominated)
+    assert core.queue.where("default/big") == BACKOFF
