@@ -36,6 +36,7 @@ from kubecore.scheduler.inflight import InFlight
 from kubecore.scheduler.interface import NominatingInfo, PreEnqueuePlugin
 from kubecore.scheduler.nominator import Nominator, status_nominated_node
 from kubecore.scheduler.podinfo import Obj, QueuedPodInfo, pod_key, scheduler_name
+from kubecore.scheduler.pool import Pool
 from kubecore.scheduler.status import Code
 
 __all__ = ["SchedulingQueue", "QueueProfile", "QueueError", "QueueClosed", "Strategy", "ACTIVE", "BACKOFF",
@@ -92,50 +93,6 @@ def priority_sort_key(pinfo: QueuedPodInfo) -> tuple[int, float]:
     return (-pinfo.priority, pinfo.timestamp)
 
 
-class _Pool(dict[str, QueuedPodInfo]):
-    """The unschedulable pool: a dict of pods by key that also keeps, on every insert and removal,
-    the keys (in pool order) of the pods each frequent event can concern, so those events need
-    not visit the whole pool (a pile of pods that fit nowhere is walked by nothing):
-
-    - `on_pod_add`: pods an unscheduled pod's creation may move: gated ones, ones no plugin
-      rejected, and ones rejected by a plugin registered for that event (`add_listener`);
-    - `on_topology`: pods a bound pod may help: rejected by PodTopologySpread, or with a required
-      pod-affinity term.
-    """
-
-    def __init__(self, add_listener: Callable[[QueuedPodInfo], bool]) -> None:
-        super().__init__()
-        self._add_listener = add_listener
-        self.on_pod_add: dict[str, None] = {}
-        self.on_topology: dict[str, None] = {}
-
-    def __setitem__(self, key: str, p: QueuedPodInfo) -> None:
-        super().__setitem__(key, p)
-        rejectors = p.unschedulable_plugins | p.pending_plugins
-        _mark(self.on_pod_add, key, p.gated or not rejectors or self._add_listener(p))
-        _mark(self.on_topology, key, "PodTopologySpread" in p.unschedulable_plugins or _required_affinity(p.pod))
-
-    def setdefault(self, key: str, p: QueuedPodInfo) -> QueuedPodInfo:
-        if key not in self:
-            self[key] = p
-        return self[key]
-
-    def pop(self, key: str, default: QueuedPodInfo | None = None) -> QueuedPodInfo | None:  # type: ignore[override]
-        self.on_pod_add.pop(key, None)
-        self.on_topology.pop(key, None)
-        return super().pop(key, default)
-
-    def __delitem__(self, key: str) -> None:
-        self.pop(key)
-
-
-def _mark(index: dict[str, None], key: str, member: bool) -> None:
-    if member:
-        index[key] = None
-    else:
-        index.pop(key, None)
-
-
 class SchedulingQueue:
     """See the module docstring. Invariant: a pod key is in at most one of activeQ, backoffQ and
     the unschedulable pool; heap entries of removed pods are blanked (entry[2] = None)."""
@@ -160,7 +117,7 @@ class SchedulingQueue:
         self._active: dict[str, list[Any]] = {}
         self._backoff_heap: list[list[Any]] = []
         self._backoff: dict[str, list[Any]] = {}
-        self._unschedulable = _Pool(self._listens_to_pod_add)
+        self._unschedulable = Pool(self._listens_to_pod_add)
         self._inflight = InFlight()
         self._cycle = 0
         self._next_leftover_flush = clock.now() + leftover_flush_interval
@@ -628,11 +585,6 @@ class SchedulingQueue:
 
     def delete_nominated_pod_if_exists(self, key: str) -> None:
         self.nominator.delete(key)
-
-
-def _required_affinity(pending: Obj) -> bool:
-    affinity = (pending.get("spec") or {}).get("affinity") or {}
-    return bool((affinity.get("podAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"))
 
 
 def _affinity_matches(pending: Obj, ns: str, labels: dict[str, str]) -> bool:
