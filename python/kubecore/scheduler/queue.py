@@ -425,7 +425,10 @@ class SchedulingQueue:
         listeners = self._listeners_of(self._profile(p), ev.EVENT_UNSCHEDULED_POD_ADD)
         return not (listeners.isdisjoint(p.unschedulable_plugins) and listeners.isdisjoint(p.pending_plugins))
 
-    def _worth_requeuing(self, p: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
+    def _worth_requeuing(self, p: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any,
+                         known: dict[int, frozenset[str]] | None = None) -> Strategy:
+        """`known`: listeners of `event` by profile id, for a caller offering it to many pods
+        (saves hashing the event once per pod)."""
         rejectors = p.unschedulable_plugins | p.pending_plugins
         if not rejectors:
             return Strategy.AFTER_BACKOFF
@@ -434,7 +437,12 @@ class SchedulingQueue:
                 return Strategy.SKIP  # a wildcard event aimed at another pod
             return Strategy.AFTER_BACKOFF
         profile = self._profile(p)
-        if self._listeners_of(profile, event).isdisjoint(rejectors):
+        listeners = None if known is None else known.get(id(profile))
+        if listeners is None:
+            listeners = self._listeners_of(profile, event)
+            if known is not None:
+                known[id(profile)] = listeners
+        if listeners.isdisjoint(rejectors):
             return Strategy.SKIP  # the common case, decided without walking the hints
         strategy = Strategy.SKIP
         for registered, plugin, hint in profile.hints:
@@ -470,10 +478,11 @@ class SchedulingQueue:
     def _move_pods(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         if not self._interesting(event):
             return
+        known: dict[int, frozenset[str]] = {}
         for p in list(pods):
             if p.gated and not ev.match_any(event, p.gating_plugin_events):
                 continue
-            strategy = self._worth_requeuing(p, event, old, new)
+            strategy = self._worth_requeuing(p, event, old, new, known)
             if strategy is Strategy.SKIP:
                 continue
             self._unschedulable.pop(p.key, None)
