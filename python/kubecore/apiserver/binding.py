@@ -1,18 +1,42 @@
 """Binding a pod to a node: `POST .../pods/NAME/binding` and `POST .../bindings` (what a
 scheduler writes). Sets spec.nodeName and the PodScheduled condition in one conditional write, as
 upstream's BindingREST: a pod that is already bound or being deleted is a 409 Conflict.
+
+A binding is the one write per pod a scheduler makes, so the pod is not decoded whole: the stored
+bytes are split into their top-level fields, metadata and spec are only read for the two fields
+that decide a conflict, nodeName is written into the spec's bytes and the small status is
+re-encoded; metadata (managedFields and all) is written back byte for byte. A pod whose bytes
+do not have the stored layout, or a binding with annotations, takes the general path (decode,
+edit, encode).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from kubecore.api import errors
 from kubecore.api.meta import now_rfc3339
 from kubecore.api.registry import ResourceType
-from kubecore.apiserver.storage import ObjectStore
+from kubecore.apiserver.storage import ObjectStore, decode, encode
 
 Obj = dict[str, Any]
+
+
+class _Meta(msgspec.Struct):
+    deletionTimestamp: Any = None
+
+
+class _Spec(msgspec.Struct):
+    nodeName: Any = None
+
+
+_fields = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_meta = msgspec.json.Decoder(_Meta).decode
+_spec = msgspec.json.Decoder(_Spec).decode
+_object = msgspec.json.Decoder(dict[str, Any]).decode
+_encode = msgspec.json.encode
 
 
 async def bind(objects: ObjectStore, pods: ResourceType, namespace: str, pod_name: str, binding: Obj) -> None:
@@ -24,23 +48,14 @@ async def bind(objects: ObjectStore, pods: ResourceType, namespace: str, pod_nam
     if target.get("kind") not in (None, "", "Node"):
         raise errors.invalid(("", "Binding"), pod_name, [{"reason": "FieldValueNotSupported", "field": "target.kind",
                                                           "message": f'Unsupported value: "{target["kind"]}": supported values: "Node"'}])
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
     for _ in range(100):  # concurrent status writes only mean: read again
-        pod = objects.get(pods, namespace, pod_name)
-        meta, spec = pod["metadata"], pod.setdefault("spec", {})
-        if meta.get("deletionTimestamp"):
-            raise errors.conflict(pods, pod_name, f"pod {pod_name} is being deleted, cannot be assigned to a host")
-        if spec.get("nodeName"):
-            raise errors.conflict(pods, pod_name, f'pod {pod_name} is already assigned to node "{spec["nodeName"]}"')
-        rv = int(meta["resourceVersion"])
-        # `pod` is a fresh decoding of the stored bytes (nothing else holds it): edit it in place
-        spec["nodeName"] = node
-        annotations = (binding.get("metadata") or {}).get("annotations") or {}
-        if annotations:
-            meta.setdefault("annotations", {}).update(annotations)
-        _set_scheduled(pod)
-        meta.pop("resourceVersion", None)
+        kv = objects.get_stored(pods, namespace, pod_name)
+        value = None if annotations else _bound_bytes(pods, pod_name, kv.value, node)
+        if value is None:
+            value = _bound_object(pods, pod_name, decode(kv.value, kv.mod_revision), node, annotations)
         try:
-            await objects.replace(pods, namespace, pod_name, pod, expect_revision=rv)
+            await objects.replace_stored(pods, namespace, pod_name, value, expect_revision=kv.mod_revision)
             return
         except errors.StatusError as e:
             if e.code != 409:
@@ -48,8 +63,48 @@ async def bind(objects: ObjectStore, pods: ResourceType, namespace: str, pod_nam
     raise errors.conflict(pods, pod_name, "too many concurrent writes; try again")
 
 
-def _set_scheduled(pod: Obj) -> None:
-    status = pod.setdefault("status", {})
+def _check_bindable(pods: ResourceType, pod_name: str, deletion_timestamp: Any, node_name: Any) -> None:
+    if deletion_timestamp:
+        raise errors.conflict(pods, pod_name, f"pod {pod_name} is being deleted, cannot be assigned to a host")
+    if node_name:
+        raise errors.conflict(pods, pod_name, f'pod {pod_name} is already assigned to node "{node_name}"')
+
+
+def _bound_bytes(pods: ResourceType, pod_name: str, stored: bytes, node: str) -> bytes | None:
+    """The stored form of the pod bound to `node`, editing only spec and status; None when the
+    bytes are not in the stored layout (metadata first, spec an object without nodeName)."""
+    fields = _fields(stored)
+    meta, spec = fields.get("metadata"), fields.get("spec")
+    if meta is None or spec is None or next(iter(fields)) != "metadata":
+        return None
+    try:
+        m, s = _meta(meta), _spec(spec)
+        status = _object(fields["status"]) if "status" in fields else {}
+    except msgspec.ValidationError:
+        return None
+    _check_bindable(pods, pod_name, m.deletionTimestamp, s.nodeName)
+    body = bytes(spec)
+    if s.nodeName is not None or body[:1] != b"{":  # nodeName written out empty: let the general path edit it
+        return None
+    fields["spec"] = msgspec.Raw(b'{"nodeName":' + _encode(node) + (b"" if body == b"{}" else b",") + body[1:])
+    fields["status"] = msgspec.Raw(_encode(_scheduled(status)))
+    return _encode(fields)
+
+
+def _bound_object(pods: ResourceType, pod_name: str, pod: Obj, node: str, annotations: dict[str, Any]) -> bytes:
+    """The general path: the decoded pod (a fresh decoding nothing else holds) edited in place."""
+    meta, spec = pod["metadata"], pod.setdefault("spec", {})
+    _check_bindable(pods, pod_name, meta.get("deletionTimestamp"), spec.get("nodeName"))
+    spec["nodeName"] = node
+    if annotations:
+        meta.setdefault("annotations", {}).update(annotations)
+    pod["status"] = _scheduled(pod.get("status") or {})
+    return encode(pod)
+
+
+def _scheduled(status: Obj) -> Obj:
+    """`status` with the PodScheduled condition True (replacing any earlier one)."""
     conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
     conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_rfc3339()})
     status["conditions"] = conds
+    return status

@@ -36,6 +36,7 @@ class Metrics:
         self.requests: dict[tuple[Labels, int], int] = defaultdict(int)
         self.latency: dict[Labels, list[float]] = {}  # per label set: bucket counts + [sum, count]
         self.watches: dict[tuple[str, str, str], int] = defaultdict(int)
+        self._labels: dict[tuple[str, str, str, str, str, str], Labels] = {}  # escaped once per label set
 
     def observe(self, labels: Labels, code: int, seconds: float) -> None:
         self.requests[(labels, code)] += 1
@@ -49,8 +50,14 @@ class Metrics:
         h[-1] += 1
 
     def observe_request(self, info: RequestInfo, code: int, seconds: float) -> None:
-        e = _escape
-        labels = (e(_verb(info)), e(info.group), e(info.version), e(info.resource), e(info.subresource), _scope(info))
+        key = (info.verb, info.group, info.version, info.resource, info.subresource, _scope(info))
+        labels = self._labels.get(key)
+        if labels is None:
+            e = _escape
+            if len(self._labels) >= 4096:
+                self._labels.clear()
+            labels = self._labels[key] = (e(_verb(info)), e(info.group), e(info.version), e(info.resource),
+                                          e(info.subresource), key[5])
         self.observe(labels, code, seconds)
 
     @contextlib.contextmanager

@@ -81,9 +81,21 @@ def prefix_from_user_agent(agent: str) -> str:
     return "".join(out)
 
 
+_AGENT_PREFIXES: dict[str, str] = {}  # User-Agent -> its manager name: clients send the same one on every request
+
+
 def manager_for(request: web.Request) -> str:
     """managerOrUserAgent (validating the options first)."""
-    return _validated_manager(request) or prefix_from_user_agent(request.headers.get("User-Agent", ""))
+    name = _validated_manager(request)
+    if name:
+        return name
+    agent = request.headers.get("User-Agent", "")
+    prefix = _AGENT_PREFIXES.get(agent)
+    if prefix is None:
+        if len(_AGENT_PREFIXES) >= 1024:
+            _AGENT_PREFIXES.clear()
+        prefix = _AGENT_PREFIXES[agent] = prefix_from_user_agent(agent)
+    return prefix
 
 
 def _force(request: web.Request) -> bool:

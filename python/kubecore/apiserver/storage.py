@@ -261,16 +261,31 @@ class ObjectStore:
         return await self._put_over(rt, namespace, name, obj, expect_revision=expect_revision)
 
     async def _put_over(self, rt: ResourceType, namespace: str, name: str, obj: Obj, *, expect_revision: int) -> bytes:
-        key = rt.key(namespace or None, name)
         value = encode(obj)
+        revision = await self.replace_stored(rt, namespace, name, value, expect_revision=expect_revision)
+        obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+        return with_rv(value, revision)
+
+    def get_stored(self, rt: ResourceType, namespace: str, name: str) -> KeyValue:
+        """The object's key-value as stored (no resourceVersion in the bytes: it is the
+        mod_revision). Only for kinds stored as served (no conversion)."""
+        kv = self.store.get(rt.key(namespace or None, name))
+        if kv is None:
+            raise errors.not_found(rt, name)
+        return kv
+
+    async def replace_stored(self, rt: ResourceType, namespace: str, name: str, value: bytes, *,
+                             expect_revision: int) -> int:
+        """Writes stored-form bytes (see `encode`) if the key's mod_revision is still
+        `expect_revision` (else 409); returns the new revision."""
+        key = rt.key(namespace or None, name)
         res = await self.store.atxn(
             compare=[Compare.mod_revision(key, "=", expect_revision)],
             success=[Op.put(key, value)],
         )
         if not res.succeeded:
             raise errors.conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")
-        obj.setdefault("metadata", {})["resourceVersion"] = str(res.revision)
-        return with_rv(value, res.revision)
+        return res.revision
 
     async def remove(self, rt: ResourceType, namespace: str, name: str, *, expect_revision: int) -> int:
         key = rt.key(namespace or None, name)
