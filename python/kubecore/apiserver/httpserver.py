@@ -336,8 +336,17 @@ def _serialize(resp: web.StreamResponse, *, head: bool) -> bytes:
         body = b""
     elif not isinstance(body, (bytes, bytearray)):
         raise TypeError(f"unsupported response body {type(body).__name__}")
-    out = _head(resp.status, resp.reason, resp.headers.items(), len(body))
+    key = (resp.status, *resp.headers.items())
+    start = _STARTS.get(key)
+    if start is None:  # the status line and headers up to Date, the same for most responses
+        if len(_STARTS) >= 256:
+            _STARTS.clear()
+        start = _STARTS[key] = _head(resp.status, resp.reason, resp.headers.items(), 0).partition(b"Date: ")[0]
+    out = b"%sDate: %s\r\nContent-Length: %d\r\n\r\n" % (start, _date(), len(body))
     return out if head or not body else out + bytes(body)
+
+
+_STARTS: dict[tuple[Any, ...], bytes] = {}
 
 
 class LeanServer:

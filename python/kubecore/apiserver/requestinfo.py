@@ -8,8 +8,11 @@ from dataclasses import dataclass
 NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RequestInfo:
+    """Read-only by convention: not frozen, because a frozen dataclass pays a setattr call per
+    field on construction (half of parsing a request's path)."""
+
     path: str
     verb: str = ""
     is_resource_request: bool = False
