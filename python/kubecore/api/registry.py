@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 __all__ = [
@@ -68,15 +69,15 @@ class ResourceType:
     converts: bool = False
     terminating: bool = False
 
-    @property
+    @cached_property
     def list_kind(self) -> str:
         return f"{self.kind}List"
 
-    @property
+    @cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @cached_property
     def storage_prefix(self) -> str:
         if self.group:
             return f"/registry/{self.group}/{self.resource}/"

@@ -48,6 +48,9 @@ class User:
     groups: tuple[str, ...]
 
 
+ADMIN = User("kubecore-admin", ("system:masters", "system:authenticated"))  # every request, until authentication
+
+
 @dataclass(frozen=True)
 class ChainConfig:
     """Limits of the inflight stage (upstream's --max-requests-inflight defaults), and its queue:
@@ -105,9 +108,8 @@ class Chain:
 
     @staticmethod
     def authenticate(request: web.Request) -> User:
-        user = User("kubecore-admin", ("system:masters", "system:authenticated"))
-        request["user"] = user
-        return user
+        request["user"] = ADMIN
+        return ADMIN
 
     @staticmethod
     def authorize(user: User, info: RequestInfo) -> None:

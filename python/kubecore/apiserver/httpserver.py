@@ -63,6 +63,7 @@ class LeanRequest(web.Request):
         self._method = method
         self._path = unquote(path) if "%" in path else path
         self._qs = qs
+        self._query = None if qs else _EMPTY_QUERY
         self._headers = headers
         self._body = body
         self._state: dict[Any, Any] = {}
@@ -78,11 +79,23 @@ class LeanRequest(web.Request):
 
     @property
     def query(self) -> MultiDictProxy[str]:
-        q = self._cache.get("query")
+        q = self._query
         if q is None:
-            q = MultiDictProxy(MultiDict(parse_qsl(self._qs, keep_blank_values=True))) if self._qs else _EMPTY_QUERY
-            self._cache["query"] = q
+            q = self._query = MultiDictProxy(MultiDict(parse_qsl(self._qs, keep_blank_values=True)))
         return q
+
+    # the per-request state, without aiohttp's check for a first use of each string key
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._state[key] = value
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._state[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._state
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._state.get(key, default)
 
     @property
     def headers(self) -> CIMultiDictProxy[str]:

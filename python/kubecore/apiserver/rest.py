@@ -8,7 +8,6 @@ an optimistic-concurrency transaction, answer with the object (or a Table / meta
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import datetime as dt
 from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
@@ -57,6 +56,9 @@ async def shielded(request: web.Request | None, coro: Coroutine[Any, Any, T]) ->
     if isinstance(request, LeanRequest):
         return await coro
     return await asyncio.shield(asyncio.ensure_future(coro))
+
+
+_CREATED = _encode({**errors.success_status(), "code": 201})  # what a binding (or an eviction) answers
 
 
 def path_not_found() -> errors.StatusError:
@@ -162,6 +164,9 @@ class Resources:
         self.admission = admission
         self.allocators = allocators
         self.streams = podstream.PodStreams(registry, objects)
+        self._verbs: dict[str, Callable[..., Any]] = {
+            "get": self.get, "list": self.list, "watch": self.watch, "create": self.create, "update": self.update,
+            "patch": self.patch, "delete": self.delete, "deletecollection": self.delete_collection}
 
     @staticmethod
     def _is_service(rt: ResourceType) -> bool:
@@ -198,6 +203,8 @@ class Resources:
         return body
 
     def _handler(self, info: RequestInfo) -> Callable[..., Any] | None:
+        if not info.subresource and info.resource != "bindings":
+            return self._verbs.get(info.verb)
         if info.subresource == "status":
             return {"get": self.get, "update": self.update_status, "patch": self.patch}.get(info.verb)
         if info.subresource == "binding" or (info.resource == "bindings" and info.group == ""):
@@ -214,16 +221,7 @@ class Resources:
             return self.pod_connect if info.verb in ("get", "create") else None
         if info.subresource:
             return None
-        return {
-            "get": self.get,
-            "list": self.list,
-            "watch": self.watch,
-            "create": self.create,
-            "update": self.update,
-            "patch": self.patch,
-            "delete": self.delete,
-            "deletecollection": self.delete_collection,
-        }.get(info.verb)
+        return self._verbs.get(info.verb)
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -370,9 +368,9 @@ class Resources:
         assert pods is not None
         if self._dry_run(request):
             self.objects.get(pods, info.namespace, info.name or name)
-            return respond({**errors.success_status(), "code": 201}, 201)
+            return respond_raw(_CREATED, 201)
         await shielded(request, bind(self.objects, pods, info.namespace, info.name or name, body))
-        return respond({**errors.success_status(), "code": 201}, 201)
+        return respond_raw(_CREATED, 201)
 
     def _check_name(self, info: RequestInfo, obj: Obj) -> None:
         m = obj.setdefault("metadata", {})
@@ -622,7 +620,7 @@ class Resources:
 
     async def _write_scale(self, request: web.Request, info: RequestInfo, rt: ResourceType, old: Obj, new_scale: Any) -> web.Response:
         parent = scale.apply_scale(rt, old, new_scale)
-        main = dataclasses.replace(info, subresource="")  # a scale write is an update of the parent's spec
+        main = info._replace(subresource="")  # a scale write is an update of the parent's spec
         resp = await self._write(request, main, rt, old, parent)
         assert isinstance(resp.body, bytes)
         return respond(scale.to_scale(rt, _decode_any(resp.body)))
@@ -664,7 +662,7 @@ class Resources:
 
         await eviction.evict(self.objects, self.registry, rt, namespace=info.namespace, name=info.name, body=body,
                              dry_run=dry, delete_pod=delete_pod)
-        return respond({**errors.success_status(), "code": 201}, 201)
+        return respond_raw(_CREATED, 201)
 
     async def update_finalize(self, request: web.Request, info: RequestInfo, rt: ResourceType) -> web.Response:
         body = _body_obj(await read_json(request))
