@@ -94,17 +94,23 @@ class PodAdmission:
 
     @staticmethod
     def default_toleration_seconds(spec: Obj) -> None:
+        """Tolerations of the not-ready and unreachable taints for 300 s, unless the pod tolerates
+        them already: upstream counts a toleration whose key is the taint's or empty and whose
+        effect is NoExecute or empty (the operator does not matter)."""
         tolerations = spec.get("tolerations") or []
-
-        def tolerated(key: str) -> bool:
-            return any(
-                (t.get("operator") == "Exists" and not t.get("key")) or
-                (t.get("key") == key and t.get("effect") in (None, "", "NoExecute"))
-                for t in tolerations if isinstance(t, dict)
-            )
-
-        for key in (NOT_READY, UNREACHABLE):
-            if not tolerated(key):
+        not_ready = unreachable = False
+        for t in tolerations:
+            if type(t) is not dict or t.get("effect") not in (None, "", "NoExecute"):
+                continue
+            key = t.get("key")
+            if not key:
+                not_ready = unreachable = True
+            elif key == NOT_READY:
+                not_ready = True
+            elif key == UNREACHABLE:
+                unreachable = True
+        for key, tolerated in ((NOT_READY, not_ready), (UNREACHABLE, unreachable)):
+            if not tolerated:
                 tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
                                     "tolerationSeconds": DEFAULT_TOLERATION_SECONDS})
         spec["tolerations"] = tolerations
