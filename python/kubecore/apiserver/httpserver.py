@@ -277,13 +277,30 @@ def _parse_head(buf: bytes, head_end: int) -> tuple[str, str, bool, int, CIMulti
         return None
     if not method.isalpha() or not method.isupper() or not target.startswith("/"):
         return None
+    block = buf[line_end + 2:head_end]
+    parsed = _BLOCKS.get(block) or _parse_headers(block)
+    if parsed is None:
+        return None
+    length, close, keep, headers = parsed
+    keep_alive = not close and (keep or parts[2] == b"HTTP/1.1")
+    return method, target, keep_alive, length, headers
+
+
+# A client sends the same header block on every request (only Content-Length varies, over a few
+# values): each distinct block is parsed once, into a read-only mapping the requests share.
+_BLOCKS: dict[bytes, tuple[int, bool, bool, CIMultiDictProxy[str]]] = {}
+
+
+def _parse_headers(block: bytes) -> tuple[int, bool, bool, CIMultiDictProxy[str]] | None:
+    """(body length, Connection says close, Connection says keep-alive, headers) of a header
+    block, or None when aiohttp must serve the request."""
     headers: CIMultiDict[str] = CIMultiDict()
     length = 0
-    keep_alive = parts[2] == b"HTTP/1.1"
-    for line in buf[line_end + 2:head_end].split(b"\r\n"):
+    close = keep = False
+    for line in block.split(b"\r\n"):
         name, sep, value = line.partition(b":")
         lname = name.lower()
-        if not sep or not name or name != name.strip() or lname in _HANDED:
+        if not sep or not name or b" " in name or b"\t" in name or lname in _HANDED:
             return None
         try:
             text = value.strip().decode("latin-1")
@@ -295,11 +312,15 @@ def _parse_head(buf: bytes, head_end: int) -> tuple[str, str, bool, int, CIMulti
             length = int(text)
         elif lname == b"connection":
             tokens = {t.strip().lower() for t in text.split(",")}
-            keep_alive = "close" not in tokens and (keep_alive or "keep-alive" in tokens)
+            close = close or "close" in tokens
+            keep = keep or "keep-alive" in tokens
         headers.add(name.decode("latin-1"), text)
     if length > MAX_BODY:
         return None
-    return method, target, keep_alive, length, CIMultiDictProxy(headers)
+    if len(_BLOCKS) >= 512:
+        _BLOCKS.clear()
+    parsed = _BLOCKS[block] = (length, close, keep, CIMultiDictProxy(headers))
+    return parsed
 
 
 def _is_watch(target: str) -> bool:

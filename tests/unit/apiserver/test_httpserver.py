@@ -253,3 +253,30 @@ async def test_a_write_whose_client_went_away_still_completes(server: tuple[Lean
     else:
         raise AssertionError("the binding of a client that went away was not applied")
     c.close()
+
+
+def test_a_repeated_header_block_is_parsed_once_and_read_the_same() -> None:
+    def head(version: str, *lines: str) -> bytes:
+        return ("POST /api/v1/namespaces/ns/pods HTTP/" + version + "\r\n" + "".join(f"{x}\r\n" for x in lines)
+                + "\r\n").encode("latin-1")
+
+    block = ("Host: h", "User-Agent: kubecore-test/1.0", "Content-Type: application/json", "Content-Length: 12")
+    httpserver._BLOCKS.clear()
+    first = httpserver._parse_head(head("1.1", *block), head("1.1", *block).find(b"\r\n\r\n"))
+    again = httpserver._parse_head(head("1.1", *block), head("1.1", *block).find(b"\r\n\r\n"))
+    assert first is not None and again is not None
+    assert first[:4] == again[:4] == ("POST", "/api/v1/namespaces/ns/pods", True, 12)
+    assert again[4] is first[4] and again[4]["user-agent"] == "kubecore-test/1.0"
+    assert len(httpserver._BLOCKS) == 1
+    # the same block under HTTP/1.0 is not kept alive; Connection decides either way
+    old = head("1.0", *block)
+    assert httpserver._parse_head(old, old.find(b"\r\n\r\n"))[2] is False  # type: ignore[index]
+    for version, connection, alive in (("1.0", "keep-alive", True), ("1.1", "close", False),
+                                       ("1.1", "keep-alive, close", False)):
+        raw = head(version, *block, f"Connection: {connection}")
+        assert httpserver._parse_head(raw, raw.find(b"\r\n\r\n"))[2] is alive  # type: ignore[index]
+    # a block aiohttp must serve is never cached as servable
+    for bad in ("Transfer-Encoding: chunked", "Bad Name: x", "Content-Length: 1x"):
+        raw = head("1.1", "Host: h", bad)
+        assert httpserver._parse_head(raw, raw.find(b"\r\n\r\n")) is None
+        assert httpserver._parse_head(raw, raw.find(b"\r\n\r\n")) is None
