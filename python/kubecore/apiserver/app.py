@@ -115,11 +115,6 @@ class Chain:
     def authorize(user: User, info: RequestInfo) -> None:
         return None
 
-    async def enter_inflight(self, request: web.Request) -> str:
-        kind = "read" if request.method in ("GET", "HEAD", "OPTIONS") else "write"
-        await self.inflight[kind].acquire()
-        return kind
-
     async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             info = self.request_info(request)
@@ -140,7 +135,11 @@ class Chain:
         start = time.perf_counter()
         kind = ""
         try:
-            kind = await self.enter_inflight(request)
+            wanted = "read" if request.method in ("GET", "HEAD", "OPTIONS") else "write"
+            limiter = self.inflight[wanted]
+            if not limiter.try_acquire():  # a coroutine only when the limit is reached
+                await limiter.acquire()
+            kind = wanted
             resp = await handler(request)
         except web.HTTPException:
             raise

@@ -29,6 +29,13 @@ class InflightLimiter:
     def _refuse(self) -> errors.StatusError:
         return errors.too_many_requests(MESSAGE, self.retry_after)
 
+    def try_acquire(self) -> bool:
+        """Takes a slot if one is free and nobody waits for one (no coroutine: the usual case)."""
+        if self.running < self.limit and not self._waiters:
+            self.running += 1
+            return True
+        return False
+
     async def acquire(self) -> None:
         """Takes a slot, waiting if needed; raises the 429 StatusError when it cannot."""
         if self.running < self.limit and not self._waiters:

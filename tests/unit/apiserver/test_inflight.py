@@ -90,3 +90,37 @@ def test_a_slot_handed_to_a_cancelled_waiter_is_passed_on() -> None:
         assert lim.running == 0
 
     run(main())
+
+
+def test_the_chain_holds_a_slot_per_write_queues_the_next_and_refuses_beyond(tmp_path: object) -> None:
+    """Through the handler chain: with one write slot and a queue of one, three creates sent at
+    once get 201, 201 (after waiting) and 429; every slot is given back."""
+    from pathlib import Path
+
+    import msgspec
+    from multidict import CIMultiDict, CIMultiDictProxy
+
+    from kubecore.api import meta
+    from kubecore.apiserver.admission import ensure_system_namespaces
+    from kubecore.apiserver.app import DIRECT, OBJECTS, REGISTRY, ChainConfig, build_app
+    from kubecore.apiserver.httpserver import LeanRequest
+    from kubecore.store import Store
+
+    headers = CIMultiDictProxy(CIMultiDict({"Content-Type": "application/json"}))
+
+    async def main() -> None:
+        with Store.open(Path(str(tmp_path)) / "s", fsync=False) as store:
+            app = build_app(store, chain=ChainConfig(max_mutating=1, queue_wait_seconds=30.0))
+            await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], meta.now_rfc3339(), meta.new_uid)
+            handle = app[DIRECT]
+
+            def create(name: str) -> LeanRequest:
+                body = msgspec.json.encode({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+                return LeanRequest(None, "POST", "/api/v1/namespaces/default/configmaps", headers, body)  # type: ignore[arg-type]
+
+            answers = await asyncio.gather(*(handle(create(f"c{i}")) for i in range(3)))
+            assert sorted(r.status for r in answers) == [201, 201, 429]
+            again = await handle(create("c3"))
+            assert again.status == 201, "the slots were given back"
+
+    run(main())
