@@ -230,15 +230,12 @@ class ObjectStore:
             start = r.kvs[-1].key + b"\0"
 
     async def create(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> Obj:
-        await self._put_new(rt, namespace, name, obj)
+        await ObjectStore.create_encoded(self, rt, namespace, name, obj)  # not an override's
         return obj
 
     async def create_encoded(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> bytes:
         """Stores a new object (409 if the key exists); sets its resourceVersion and returns it
         encoded as a client sees it, from the bytes that were stored."""
-        return await self._put_new(rt, namespace, name, obj)
-
-    async def _put_new(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> bytes:
         key = rt.key(namespace or None, name)
         value = encode(obj)
         res = await self.store.atxn(
