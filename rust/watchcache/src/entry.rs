@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::extract;
+
 /// Shared immutable bytes (the store's own `Bytes`: no copy of keys or values).
 pub type Bytes = Arc<[u8]>;
 
@@ -68,13 +70,18 @@ pub struct Entry {
 
 impl Entry {
     /// Builds an entry from stored bytes, extracting labels and the fields of `specs`.
+    ///
+    /// Bytes already in the stored layout (every write the API server makes) are walked once
+    /// without building the document (`extract`); others are parsed whole, to re-encode them.
     pub fn new(key: Bytes, value: Bytes, mod_revision: i64, specs: &[FieldSpec]) -> Self {
+        if value.starts_with(META_FIRST) {
+            let (labels, fields) = extract::extract(&value, specs);
+            return Self { key, value, splice: true, mod_revision, labels, fields };
+        }
         let doc: Option<Value> = serde_json::from_slice(&value).ok();
         let obj = doc.as_ref().and_then(Value::as_object);
-        let labels = obj.map(labels_of).unwrap_or_default();
-        let fields = specs.iter().map(|s| field_value(doc.as_ref(), s)).collect();
+        let (labels, fields) = extract_from(doc.as_ref(), specs);
         let (value, splice) = match obj {
-            _ if value.starts_with(META_FIRST) => (value, true),
             Some(o) => (normalize(o), true),
             None => (value, false),
         };
@@ -117,11 +124,21 @@ impl Entry {
     }
 }
 
+/// Labels and fields from a fully parsed document (None: not JSON). `extract::extract` returns
+/// the same for the document's bytes; the tests hold it to that.
+pub(crate) fn extract_from(doc: Option<&Value>, specs: &[FieldSpec]) -> (Vec<(String, String)>, Vec<String>) {
+    let labels = doc.and_then(Value::as_object).map(labels_of).unwrap_or_default();
+    (labels, specs.iter().map(|s| field_value(doc, s)).collect())
+}
+
 fn labels_of(obj: &Map<String, Value>) -> Vec<(String, String)> {
     let labels = obj.get("metadata").and_then(|m| m.get("labels")).and_then(Value::as_object);
-    let mut out: Vec<(String, String)> = labels
-        .map(|l| l.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect())
-        .unwrap_or_default();
+    labels.map(string_members).unwrap_or_default()
+}
+
+/// The string-valued members of an object, sorted by key.
+pub(crate) fn string_members(obj: &Map<String, Value>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = obj.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect();
     out.sort_unstable();
     out
 }
@@ -158,7 +175,7 @@ fn resolve<'a>(mut v: &'a Value, path: &[Seg]) -> Option<&'a Value> {
 }
 
 /// The fieldsets.py formatting (`_s`, `_i`, `_b`) of one JSON value.
-fn format(v: Option<&Value>, fmt: Fmt) -> String {
+pub(crate) fn format(v: Option<&Value>, fmt: Fmt) -> String {
     match (fmt, v) {
         (Fmt::Bool, Some(Value::Bool(true))) => "true".into(),
         (Fmt::Bool, _) => "false".into(),

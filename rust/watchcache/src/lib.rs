@@ -6,6 +6,7 @@
 //! (k8s.io/apiserver/pkg/storage/cacher).
 //!
 //! - `entry`: one cached object (stored bytes, labels, selectable fields) and the resourceVersion splice
+//! - `extract`: labels and fields of stored bytes in one pass, without building the document
 //! - `selector`: label requirements and field terms, matched against entries
 //! - `cache`: objects + ring + revision + watchers of one resource; `apply` feeds it
 //! - `list`: LIST pages and continue tokens
@@ -14,6 +15,7 @@
 
 pub mod cache;
 pub mod entry;
+mod extract;
 pub mod feed;
 pub mod list;
 pub mod selector;
