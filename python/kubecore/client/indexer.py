@@ -18,6 +18,11 @@ Guarantees and rules (the same as client-go's, written down):
 - `list()`/`by_index()` decode every object they return: for 150,000 pods prefer `list_keys()`,
   `index_keys()` and `get_by_key()` on what you need, or `iter_objects()`.
 
+Objects arrive from the wire as JSON bytes: `prepare_raw(raw)` decodes them once, and a transform
+that has a bytes-level equivalent (`RAW_TRANSFORMS`: `strip_managed_fields` -> `rawmeta`) runs on
+the bytes first, so the dropped part is never decoded and the entry is those bytes, not a second
+encode. `json_of(obj)` hands those bytes back for the cached object itself (no encode either).
+
 `replacement()` builds a whole new content (a relist) beside the current one, compacting each
 object as it arrives, and `commit_replacement()` swaps it in and returns the previous entries
 (so the informer can tell adds from updates and compute deletions without a second decode).
@@ -30,7 +35,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from kubecore.client import errors
 from kubecore.client.codec import CompactCodec
+from kubecore.client.rawmeta import MetaProbe, decode_without_managed_fields
 
 IndexFunc = Callable[[dict[str, Any]], list[str]]
 KeyFunc = Callable[[dict[str, Any]], str]
@@ -59,6 +68,31 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
+    return obj
+
+
+RawTransformFunc = Callable[[bytes, MetaProbe | None], tuple[Any, bytes]]
+"""A transform done on JSON bytes: (raw, its `rawmeta.probe` if known) -> (the decoded transformed
+object, its JSON bytes). Must equal the dict transform applied to the decoded bytes."""
+
+
+def _strip_managed_fields_raw(raw: bytes, probed: MetaProbe | None) -> tuple[Any, bytes]:
+    return decode_without_managed_fields(raw, probed=probed)
+
+
+RAW_TRANSFORMS: dict[TransformFunc, RawTransformFunc] = {strip_managed_fields: _strip_managed_fields_raw}
+"""Transforms with a bytes-level equivalent, which `Indexer.prepare_raw` uses (rawmeta)."""
+
+
+class NotAnObject(errors.ClientError):
+    """JSON bytes given as an object hold another JSON value."""
+
+
+def decode_object(raw: bytes) -> dict[str, Any]:
+    """`raw` decoded; NotAnObject when it is not a JSON object."""
+    obj = msgspec.json.decode(raw)
+    if not isinstance(obj, dict):
+        raise NotAnObject("JSON that is not an object where an object was expected")
     return obj
 
 
@@ -99,8 +133,16 @@ class Replacement:
 
     def add(self, obj: dict[str, Any], *, raw: bytes | None = None) -> str:
         """Add one object (with its JSON bytes when the caller has them); returns its key."""
+        obj, raw = self._indexer.prepare(obj, raw)
+        return self._add_prepared(obj, raw)
+
+    def add_raw(self, raw: bytes, *, probed: MetaProbe | None = None) -> str:
+        """Add one object given as JSON bytes (decoded here: `Indexer.prepare_raw`); its key."""
+        obj, prepared = self._indexer.prepare_raw(raw, probed=probed)
+        return self._add_prepared(obj, prepared)
+
+    def _add_prepared(self, obj: dict[str, Any], raw: bytes | None) -> str:
         ix = self._indexer
-        obj, raw = ix.prepare(obj, raw)
         key = ix.key_func(obj)
         if key in self.items:  # a duplicate in one list: unindex the earlier copy (rare, so brute force)
             self.remove(key)
@@ -132,14 +174,24 @@ class Indexer:
         self.codec = codec or CompactCodec()
         self.key_func = key_func
         self.lru_size = lru_size
-        self.transform: TransformFunc | None = None
-        """Applied to every object before it is stored (`prepare`); set it before the first write."""
+        self._transform: TransformFunc | None = None
+        self._raw_transform: RawTransformFunc | None = None
         self._items: dict[str, bytes] = {}
         self._lru: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
         self._from_key: dict[str, Callable[[str], list[str]]] = {}
         self.add_indexers({NAMESPACE_INDEX: meta_namespace_index_func, **(indexers or {})})
+
+    @property
+    def transform(self) -> TransformFunc | None:
+        """Applied to every object before it is stored (`prepare`); set it before the first write."""
+        return self._transform
+
+    @transform.setter
+    def transform(self, transform: TransformFunc | None) -> None:
+        self._transform = transform
+        self._raw_transform = None if transform is None else RAW_TRANSFORMS.get(transform)
 
     # -- indexes -------------------------------------------------------------------------------------
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
@@ -205,9 +257,22 @@ class Indexer:
     def prepare(self, obj: dict[str, Any], raw: bytes | None) -> tuple[dict[str, Any], bytes | None]:
         """(the object to store, its JSON bytes if still valid): `transform` applied, whose
         result no longer matches the bytes the server sent."""
-        if self.transform is None:
+        transform = self._transform
+        if transform is None:
             return obj, raw
-        return self.transform(obj), None
+        return transform(obj), None
+
+    def prepare_raw(self, raw: bytes, *, probed: MetaProbe | None = None) -> tuple[dict[str, Any], bytes | None]:
+        """`prepare` for an object given as JSON bytes (`probed`: its `rawmeta.probe`, if known):
+        decoded here, and a transform with a bytes-level equivalent (`RAW_TRANSFORMS`) runs on the
+        bytes, which then stay valid for the result. NotAnObject if `raw` is not a JSON object."""
+        rt = self._raw_transform
+        if rt is None:
+            return self.prepare(decode_object(raw), raw)
+        obj, prepared = rt(raw, probed)
+        if not isinstance(obj, dict):
+            raise NotAnObject("JSON that is not an object where an object was expected")
+        return obj, prepared
 
     def put(self, obj: dict[str, Any], *, raw: bytes | None = None) -> bytes | None:
         """Add or update `obj` (raw: its JSON bytes, saves an encode). Returns the previous entry."""
@@ -218,17 +283,23 @@ class Indexer:
         """`put`, returning the previous entry and, when the LRU still holds it decoded, the previous
         object (so an update's old object costs no decode; None when it is not cached). `obj` must
         have been through `prepare` (put does it)."""
-        key = self.key_func(obj)
+        return self.swap_keyed(self.key_func(obj), obj, raw=raw)
+
+    def swap_keyed(self, key: str, obj: dict[str, Any], *,
+                   raw: bytes | None = None) -> tuple[bytes | None, dict[str, Any] | None]:
+        """`swap` when the caller already has `key_func(obj)`."""
         old = self._items.get(key)
         old_obj = None
+        reindex = True
         if old is not None:
             old_obj = self._lru.get(key)
             if self._needs_object_to_unindex():
                 self._unindex(key, old_obj if old_obj is not None else self.decode_entry(old))
-            else:
-                self._unindex(key, None)
+            else:  # every index is derived from the key alone: an update moves nothing
+                reindex = False
         self._items[key] = self._entry_of(obj, raw)
-        self._reindex(key, obj)
+        if reindex:
+            self._reindex(key, obj)
         self._remember(key, obj)
         return old, old_obj
 
@@ -287,6 +358,19 @@ class Indexer:
         `obj.DeepCopy()` after a lister Get), without a round trip through the shared one."""
         entry = self._items.get(key)
         return None if entry is None else self.codec.decode(entry)
+
+    def json_of(self, obj: dict[str, Any]) -> bytes | None:
+        """The JSON bytes of `obj` if it is the decoded object the cache holds for its key and the
+        entry is plain JSON (`CompactCodec(compress=False)`, or a small object): what encoding it
+        would give, without encoding it. None otherwise (then encode it yourself)."""
+        try:
+            key = self.key_func(obj)
+        except ObjectKeyError:
+            return None
+        if self._lru.get(key) is not obj:
+            return None
+        entry = self._items.get(key)
+        return entry if entry is not None and entry[:1] == b"{" else None
 
     def get(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         return self.get_by_key(self.key_func(obj))

@@ -105,7 +105,8 @@ class _Listener:
         self.pending: deque[Note] = deque()
         self.initial_left = 0
         self.delivered = 0
-        self._wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        """Set while `_run` sleeps on an empty queue; `push` resolves it."""
         self.task: asyncio.Task[None] | None = None
 
     def add(self, kind: int, old: Ref, new: Ref, *, new_entry: bytes | None = None, initial: bool = False) -> None:
@@ -119,20 +120,30 @@ class _Listener:
         self.pending.append(note)
         if note[3]:
             self.initial_left += 1
-        self._wake.set()
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def start(self) -> None:
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._run(), name="informer-listener")
 
     async def _run(self) -> None:
+        # The loop is looked up once: asyncio.Event.wait() would look it up (a getpid() system call
+        # on Python 3.11) every time the queue runs dry, which is about once per event.
+        loop = asyncio.get_running_loop()
+        pending = self.pending
         while True:
-            while not self.pending:
-                self._wake.clear()
-                await self._wake.wait()
-            kind, old, new, initial = self.pending.popleft()
+            while not pending:
+                waiter = self._waiter = loop.create_future()
+                await waiter
+            kind, old, new, initial = pending.popleft()
             try:
-                await self._deliver(kind, old, new, initial)
+                result = self._call(kind, old, new, initial)
+                if result is not None and inspect.isawaitable(result):
+                    await result
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -142,16 +153,15 @@ class _Listener:
                 if initial:
                     self.initial_left -= 1
 
-    async def _deliver(self, kind: int, old: Ref, new: Ref, initial: bool) -> None:
+    def _call(self, kind: int, old: Ref, new: Ref, initial: bool) -> MaybeAwaitable:
+        """The handler's call for one notification (what a coroutine handler returns is awaited
+        by `_run`; a plain one costs no coroutine)."""
         m = self.informer._materialize
         if kind == ADD:
-            result = self.handler.on_add(m(new), initial)
-        elif kind == UPDATE:
-            result = self.handler.on_update(m(old), m(new))
-        else:
-            result = self.handler.on_delete(m(new))
-        if inspect.isawaitable(result):
-            await result
+            return self.handler.on_add(m(new), initial)
+        if kind == UPDATE:
+            return self.handler.on_update(m(old), m(new))
+        return self.handler.on_delete(m(new))
 
     def has_synced(self) -> bool:
         return self.informer.has_synced() and self.initial_left == 0
@@ -258,14 +268,18 @@ class SharedIndexInformer:
             self._synced_event.set()
 
     def on_event(self, event: WatchEvent) -> None:
-        obj, raw = self.indexer.prepare(event.object, event.raw)
+        if event.is_decoded:
+            obj, raw = self.indexer.prepare(event.object, event.raw)
+        else:  # decoded once, here, after the transform's cut when it has one (rawmeta)
+            obj, raw = self.indexer.prepare_raw(event.raw, probed=event.probed)
         if event.type == DELETED:
             previous = self.indexer.delete(obj)
             for lis in self._listeners:
                 lis.add(DELETE, None, obj)
             return
-        previous, previous_obj = self.indexer.swap(obj, raw=raw)
-        entry = self.indexer.entry(self.indexer.key_func(obj))
+        key = self.indexer.key_func(obj)
+        previous, previous_obj = self.indexer.swap_keyed(key, obj, raw=raw)
+        entry = self.indexer.entry(key)
         old: Ref = previous_obj if previous_obj is not None else previous
         for lis in self._listeners:
             if previous is None:

@@ -199,8 +199,10 @@ class Reflector:
                         return stream
                 elif ev.type == DELETED:
                     replacement.remove(self._key_of(ev))
-                else:
+                elif ev.is_decoded:
                     replacement.add(ev.object, raw=ev.raw)
+                else:
+                    replacement.add_raw(ev.raw, probed=ev.probed)
         except BaseException:
             stream.close()
             raise
@@ -251,7 +253,7 @@ class Reflector:
             pages += 1
             list_rv = page.resource_version
             for raw in page.items:
-                replacement.add(_decode_object(raw), raw=raw)
+                replacement.add_raw(raw)
         if rv == "0" and pages > 1:
             self._paginated_result = True
         self.lists += 1
@@ -297,11 +299,3 @@ class Reflector:
                 self.last_sync_resource_version = rv
         return seen
 
-
-def _decode_object(raw: bytes) -> dict[str, Any]:
-    from kubecore.client.codec import _decode
-
-    obj = _decode(raw)
-    if not isinstance(obj, dict):
-        raise errors.ClientError("a LIST item that is not a JSON object")
-    return obj

@@ -222,19 +222,23 @@ class RestClient:
         target = path + "?" + urlencode(query, quote_via=quote) if query else path
         all_headers = self._request_headers(content_type, headers)
         transport = self._get_transport()
-        retry = _Retries(self, method, target)
+        limiter = self.rate_limiter
+        retry: _Retries | None = None  # made on the first failure (most requests have none)
         while True:
-            await self.rate_limiter.wait()
+            if not limiter.unlimited:  # (an unlimited bucket's wait() returns at once)
+                await limiter.wait()
             try:
                 raw = await transport.request(method, target, headers=all_headers, body=body,
                                               timeout=self.config.timeout)
             except asyncio.CancelledError:
                 raise
             except OSError as e:  # ConnectError, ConnectionLost, TimeoutError
+                retry = retry or _Retries(self, method, target)
                 await retry.after_failure(e, nothing_sent=isinstance(e, ConnectError))
                 continue
             if 200 <= raw.status < 300:
                 return Response(raw.status, raw.headers, raw.body)
+            retry = retry or _Retries(self, method, target)
             await retry.after_answer(raw.status, raw.headers, raw.body)
 
     async def stream(self, method: str, path: str, *, params: Params | None = None,

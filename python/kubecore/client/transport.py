@@ -250,11 +250,15 @@ class HttpTransport:
         self._opening = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         """Requests waiting for a connection slot, oldest first."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the pool's connections belong to (`_follow_loop`)."""
 
     async def request(self, method: str, target: str, *, headers: dict[str, str], body: bytes | None,
                       timeout: float | None) -> RawResponse:
         """One exchange. `target` is the path with its query string already encoded."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = self._follow_loop()
         data = self._encode(method, target, headers, body)
         conn = await self._acquire(loop, timeout)
         waiter = conn.send(data, head=method == "HEAD", loop=loop)
@@ -271,6 +275,19 @@ class HttpTransport:
                 expiry.cancel()
         self._release(conn)
         return answer
+
+    def _follow_loop(self) -> asyncio.AbstractEventLoop:
+        """The caller's loop, looked up once per loop rather than per request (get_running_loop()
+        is a getpid() system call on Python 3.11). A cached loop that is not running cannot be the
+        caller's: it was stopped or closed, and the connections opened on it went with it."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop:
+            self._idle.clear()
+            self._all.clear()
+            self._waiters.clear()
+            self._opening = 0
+        self._loop = loop
+        return loop
 
     def _encode(self, method: str, target: str, headers: dict[str, str], body: bytes | None) -> bytes:
         lines = [f"{method} {self.prefix}{target} HTTP/1.1", f"Host: {self.host_header}", "Accept-Encoding: gzip"]

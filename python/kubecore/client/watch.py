@@ -8,8 +8,9 @@
 
 An event is split off the byte stream at each newline (the JSON framer every Kubernetes server
 uses: one event per line); lines may arrive in any chunking and be of any size. Only the envelope
-is decoded eagerly (`type` plus the object as `msgspec.Raw`), so a consumer that stores bytes (the
-informer's cache) never pays for a dict it does not need.
+is decoded eagerly (`type` plus the object's bytes, with one typed pass over them that reads its
+resourceVersion: `rawmeta.probe`), so a consumer that stores bytes (the informer's cache) never
+pays for a dict it does not need.
 
 The iterator ends when the server closes the stream (timeoutSeconds elapsed, server shutdown).
 A connection that breaks mid-stream also just ends the iteration, and `stream.broken` says so —
@@ -31,6 +32,7 @@ import aiohttp
 import msgspec
 
 from kubecore.client import errors
+from kubecore.client.rawmeta import MetaProbe, probe
 
 log = logging.getLogger(__name__)
 
@@ -45,29 +47,25 @@ class _Envelope(msgspec.Struct):
 
 _envelope = msgspec.json.Decoder(_Envelope)
 _decode = msgspec.json.decode
-
-
-class _Meta(msgspec.Struct):
-    resourceVersion: str = ""
-    annotations: dict[str, str] | None = None
-
-
-class _ObjMeta(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-
-
-_meta_decoder = msgspec.json.Decoder(_ObjMeta)
+_TYPES = {t.encode(): t for t in (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)}
+_HEAD = b'{"type":"'
+_OBJECT = b'","object":'
+_SPACE = b" \t\r\n"
+_OBJECT_BY = len(_HEAD) + max(map(len, _TYPES)) + len(_OBJECT)
+"""Where `","object":` must have ended in a compact line (after the longest type)."""
 
 
 class WatchEvent:
-    """One event; `object` is decoded lazily from `raw`."""
+    """One event; `object` is decoded lazily from `raw`, `probe()` (rawmeta) at most once."""
 
-    __slots__ = ("type", "raw", "_object")
+    __slots__ = ("type", "raw", "_object", "_probe")
 
-    def __init__(self, type: str, raw: bytes, obj: dict[str, Any] | None = None) -> None:
+    def __init__(self, type: str, raw: bytes, obj: dict[str, Any] | None = None, *,
+                 probed: MetaProbe | None = None) -> None:
         self.type = type
         self.raw = raw
         self._object = obj
+        self._probe = probed
 
     @property
     def object(self) -> dict[str, Any]:
@@ -76,17 +74,33 @@ class WatchEvent:
             self._object = decoded if isinstance(decoded, dict) else {}
         return self._object
 
+    @property
+    def is_decoded(self) -> bool:
+        """Whether `object` is already decoded (then use it rather than decoding `raw` again)."""
+        return self._object is not None
+
+    @property
+    def probed(self) -> MetaProbe | None:
+        """`probe()`'s answer if it was already computed (None otherwise; never computes it)."""
+        return self._probe
+
+    def probe(self) -> MetaProbe:
+        """`rawmeta.probe(raw)`, computed once."""
+        if self._probe is None:
+            self._probe = probe(self.raw)
+        return self._probe
+
     def resource_version(self) -> str:
         """metadata.resourceVersion without decoding the whole object."""
         if self._object is not None:
             return str((self._object.get("metadata") or {}).get("resourceVersion") or "")
-        return _meta_decoder.decode(self.raw).metadata.resourceVersion
+        return self.probe().metadata.resourceVersion
 
     def is_initial_events_end(self) -> bool:
         """A BOOKMARK that ends a sendInitialEvents stream."""
         if self.type != BOOKMARK:
             return False
-        ann = _meta_decoder.decode(self.raw).metadata.annotations or {}
+        ann = self.probe().metadata.annotations or {}
         return ann.get(INITIAL_EVENTS_END) == "true"
 
     def error(self) -> errors.ApiError:
@@ -99,7 +113,31 @@ class WatchEvent:
         return f"WatchEvent({self.type}, {len(self.raw)} bytes)"
 
 
+def _parse_compact(line: bytes) -> WatchEvent | None:
+    """The event of a line laid out as `{"type":"T","object":OBJ}` (how every server writes
+    them), with OBJ probed in the same pass that checks it is one JSON object; None otherwise."""
+    if not line.startswith(_HEAD):
+        return None
+    at = line.find(_OBJECT, len(_HEAD), _OBJECT_BY)
+    if at < 0 or line[-1:] != b"}":
+        return None
+    kind = _TYPES.get(line[len(_HEAD):at])
+    raw = line[at + len(_OBJECT):-1]
+    if kind is None or not raw or raw[-1] in _SPACE:
+        return None
+    try:
+        probed = probe(raw)
+    except msgspec.DecodeError:
+        return None
+    return WatchEvent(kind, raw, probed=probed)
+
+
 def parse_line(line: bytes) -> WatchEvent:
+    """One event line (no trailing newline). Lines in the usual compact layout cost one typed pass
+    over the object; others go through a full envelope decode."""
+    ev = _parse_compact(line)
+    if ev is not None:
+        return ev
     env = _envelope.decode(line)
     return WatchEvent(env.type, bytes(env.object))
 
@@ -145,7 +183,7 @@ class WatchStream:
                 start = 0
                 while (nl := buf.find(b"\n", start)) >= 0:
                     line, start = bytes(buf[start:nl]), nl + 1
-                    if line.strip():
+                    if line and not line.isspace():  # (strip() would copy the line)
                         self.events += 1
                         yield parse_line(line)
                 if start:

@@ -52,6 +52,8 @@ class Driver:
         self.on_bound = on_bound
         self.on_failed = on_failed
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The running loop, looked up once per batch (each lookup is a getpid() on Python 3.11)."""
         self.bound = 0
         self.failed = 0
 
@@ -71,6 +73,9 @@ class Driver:
     async def run_once(self) -> int:
         """One batch: the pods popped (0 when activeQ had none)."""
         pinfos = self.core.queue.pop_batch(self.max_batch)
+        if not pinfos:
+            return 0
+        self._loop = asyncio.get_running_loop()
         began = time.perf_counter()
         for fw, group in self._groups(pinfos):
             for start in range(0, len(group), CHUNK):
@@ -87,7 +92,8 @@ class Driver:
             return
         finish_scheduling_cycle(self.core.queue, outcome)
         if outcome.waiting or self.concurrent_binds:
-            task = asyncio.ensure_future(self._bind(outcome))
+            loop = self._loop or asyncio.get_running_loop()
+            task = loop.create_task(self._bind(outcome))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:

@@ -70,8 +70,12 @@ class PodHandlers:
     """The two filtered pod handlers over one core (see the module docstring)."""
 
     def __init__(self, core: SchedulerCore, *, scheduler_names: Collection[str] | None = None,
-                 namespaces: NamespaceResolver | None = None) -> None:
+                 namespaces: NamespaceResolver | None = None,
+                 json_of: Callable[[Obj], bytes | None] | None = None) -> None:
         self.core = core
+        self.json_of = json_of
+        """The JSON bytes of an informer pod when the informer has them (`Indexer.json_of`): the
+        queue then hands them to the native kernels instead of encoding the pod again."""
         self.names = frozenset(scheduler_names if scheduler_names is not None else core.frameworks)
         self.namespaces = namespaces
         self.resolve = namespaces.resolve if namespaces is not None else _same
@@ -91,7 +95,7 @@ class PodHandlers:
         if self.for_cache(pod):
             self.add_to_cache(pod)
         elif self.for_queue(pod):
-            self.core.queue.add(pod)
+            self.core.queue.add(pod, raw=self.json_of(pod) if self.json_of is not None else None)
 
     def on_update(self, old: Obj, new: Obj) -> None:
         old, new = self.resolve(old), self.resolve(new)

@@ -26,10 +26,6 @@ __all__ = ["InFlight", "RecordedEvent"]
 RecordedEvent = tuple[int, ClusterEvent, Any, Any]  # (seq, event, old object, new object)
 
 
-def _seq(e: RecordedEvent) -> int:
-    return e[0]
-
-
 class InFlight:
     """Invariants: `_pods` is ordered by increasing sequence; `_events[_head:]` is ordered by
     sequence and holds no event older than the oldest in-flight pod."""
@@ -37,6 +33,8 @@ class InFlight:
     def __init__(self) -> None:
         self._pods: OrderedDict[str, int] = OrderedDict()
         self._events: list[RecordedEvent] = []
+        self._seqs: list[int] = []
+        """The sequence numbers of `_events`, index for index (bisected without a key function)."""
         self._head = 0
         self._seq = 0
 
@@ -61,6 +59,7 @@ class InFlight:
             return False
         self._seq += 1
         self._events.append((self._seq, event, old, new))
+        self._seqs.append(self._seq)
         return True
 
     def events_for(self, key: str) -> list[RecordedEvent]:
@@ -68,7 +67,7 @@ class InFlight:
         since = self._pods.get(key)
         if since is None:
             return []
-        start = bisect_right(self._events, since, lo=self._head, key=_seq)
+        start = bisect_right(self._seqs, since, lo=self._head)
         return self._events[start:]
 
     def done(self, key: str) -> None:
@@ -77,12 +76,14 @@ class InFlight:
             return
         if not self._pods:
             self._events.clear()
+            self._seqs.clear()
             self._head = 0
             return
         oldest = next(iter(self._pods.values()))
-        self._head = bisect_right(self._events, oldest, lo=self._head, key=_seq)
+        self._head = bisect_right(self._seqs, oldest, lo=self._head)
         if self._head > 1024 and self._head * 2 > len(self._events):
             del self._events[:self._head]
+            del self._seqs[:self._head]
             self._head = 0
 
     @property

@@ -73,7 +73,9 @@ class QueuedPodInfo:
                  "pending_plugins", "gating_plugin", "gating_plugin_events", "backoff_expiration",
                  "cycle", "_raw", "_default_spread")
 
-    def __init__(self, pod: Obj, *, timestamp: float) -> None:
+    def __init__(self, pod: Obj, *, timestamp: float, raw: bytes | None = None) -> None:
+        """`raw`: the JSON bytes of `pod` if the caller has them (the informer cache's), else
+        encoded on first use."""
         self.pod = pod
         self.key = pod_key(pod)
         self.priority = pod_priority(pod)
@@ -88,7 +90,7 @@ class QueuedPodInfo:
         self.gating_plugin_events: Sequence[ClusterEvent] = ()
         self.backoff_expiration: float | None = None
         self.cycle = 0
-        self._raw: bytes | None = None
+        self._raw: bytes | None = raw
         self._default_spread: Obj | None = None
 
     @property

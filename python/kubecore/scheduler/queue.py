@@ -121,7 +121,8 @@ class SchedulingQueue:
         self._inflight = InFlight()
         self._cycle = 0
         self._next_leftover_flush = clock.now() + leftover_flush_interval
-        self._wakeup: asyncio.Event | None = None
+        self._wakeup: list[asyncio.Future[None]] = []
+        """Futures of the coroutines in `wait_ready`; `_wake` resolves them all."""
         self._closed = False
         self._empty_profile = QueueProfile()
         self._interest: dict[ClusterEvent, bool] = {}  # whether any profile registered an event
@@ -251,8 +252,8 @@ class SchedulingQueue:
 
     # ---- pods from the informer --------------------------------------------------------------
 
-    def add(self, pod: Obj) -> None:
-        """A new pending pod."""
+    def add(self, pod: Obj, *, raw: bytes | None = None) -> None:
+        """A new pending pod (`raw`: its JSON bytes, if the caller has them)."""
         key = pod_key(pod)
         known = self.get(key)
         if known is not None:
@@ -260,7 +261,7 @@ class SchedulingQueue:
             return
         if key in self._inflight:  # being scheduled right now: its cycle decides what comes next
             return
-        self._move_to_active(QueuedPodInfo(pod, timestamp=self.clock.now()), _POD_ADD)
+        self._move_to_active(QueuedPodInfo(pod, timestamp=self.clock.now(), raw=raw), _POD_ADD)
         if self._pod_add_matters:  # a new pod may complete a gang (also for pods in flight)
             pool = self._unschedulable
             self._move_pods([pool[k] for k in list(pool.on_pod_add)], ev.EVENT_UNSCHEDULED_POD_ADD, None, pod)
@@ -565,23 +566,37 @@ class SchedulingQueue:
         return min(times) if times else None
 
     def _wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
+        waiters, self._wakeup = self._wakeup, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
 
     async def _wait_for_work(self) -> None:
-        if self._wakeup is None:
-            self._wakeup = asyncio.Event()
-        self._wakeup.clear()
+        """Until `_wake` or the next deadline (on the queue's clock). One future per wait, and a
+        sleeper task only when a deadline exists: this runs whenever the scheduler goes idle, often
+        once per handful of pods, so it avoids asyncio.wait and Event (each looks the loop up: a
+        getpid() system call on Python 3.11)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._wakeup.append(waiter)
         deadline = self.next_wakeup()
-        waiter = asyncio.ensure_future(self._wakeup.wait())
-        tasks: set[asyncio.Future[Any]] = {waiter}
+        sleeper = None
         if deadline is not None:
-            tasks.add(asyncio.ensure_future(self.clock.sleep(deadline - self.clock.now())))
+            sleeper = loop.create_task(self._wake_after(deadline - self.clock.now(), waiter))
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await waiter
         finally:
-            for t in tasks:
-                t.cancel()
+            if sleeper is not None:
+                sleeper.cancel()
+            if not waiter.done():
+                waiter.cancel()
+            if waiter in self._wakeup:  # woken by the deadline or cancelled, not by `_wake`
+                self._wakeup.remove(waiter)
+
+    async def _wake_after(self, seconds: float, waiter: asyncio.Future[None]) -> None:
+        await self.clock.sleep(seconds)
+        if not waiter.done():
+            waiter.set_result(None)
 
     def close(self) -> None:
         self._closed = True

@@ -192,7 +192,7 @@ class LiveScheduler:
         core = build_scheduler(self.config, services=self._services(writes), clock=self.clock)
         nodes.add_event_handler(node_handler(core))
         resolver = NamespaceResolver(namespaces.indexer.list)
-        handlers = PodHandlers(core, namespaces=resolver)
+        handlers = PodHandlers(core, namespaces=resolver, json_of=pods.indexer.json_of)
         pods.add_event_handler(handlers.handler())
         namespaces.add_event_handler(handlers.namespace_handler())
         for resource, informer in storage.items():

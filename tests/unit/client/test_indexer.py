@@ -161,3 +161,53 @@ def test_objects_larger_than_the_window_round_trip() -> None:
     big["metadata"]["annotations"] = {f"k{i}": "v" * 200 + str(i) for i in range(200)}  # ~45 KB
     entry = codec.encode(big)
     assert entry[:1] == b"\x01" and codec.decode(entry) == big
+
+
+# -- bytes-level transforms, json_of, updates that cannot move an index ---------------------------------
+def test_prepare_raw_cuts_managed_fields_and_keeps_the_bytes_of_the_result() -> None:
+    from kubecore.client.indexer import NotAnObject, strip_managed_fields
+
+    with_managed = pod("a")
+    with_managed["metadata"]["managedFields"] = [{"manager": "m", "fieldsV1": {"f:spec": {}}}]
+    raw = msgspec.json.encode(with_managed)
+    plain = Indexer(codec=CompactCodec(compress=False))
+    assert plain.prepare_raw(raw) == (with_managed, raw)  # no transform: decoded, bytes still valid
+    ix = Indexer(codec=CompactCodec(compress=False))
+    ix.transform = strip_managed_fields
+    obj, out = ix.prepare_raw(raw)
+    assert out is not None and "managedFields" not in obj["metadata"] and msgspec.json.decode(out) == obj
+    ix.transform = lambda o: {**o, "extra": 1}  # no bytes-level equivalent: the dict transform, bytes dropped
+    assert ix.prepare_raw(raw) == ({**with_managed, "extra": 1}, None)
+    with pytest.raises(NotAnObject):
+        plain.prepare_raw(b"[1]")
+    r = ix.replacement()
+    ix.transform = strip_managed_fields
+    assert r.add_raw(raw) == "default/a" and msgspec.json.decode(r.items["default/a"]) == obj
+
+
+def test_json_of_answers_only_for_the_cached_object_itself() -> None:
+    ix = Indexer(codec=CompactCodec(compress=False))
+    raw = msgspec.json.encode(pod("a"))
+    obj, prepared = ix.prepare_raw(raw)
+    ix.put(obj, raw=prepared)
+    assert ix.json_of(obj) is not None and msgspec.json.decode(ix.json_of(obj) or b"") == obj
+    assert ix.json_of(dict(obj)) is None  # an equal copy: the caller may have changed it
+    assert ix.json_of({"metadata": {}}) is None  # no key
+    deflated = Indexer()
+    big = pod("b")
+    deflated.put(big, raw=msgspec.json.encode(big))
+    assert deflated.json_of(big) is None  # the entry is deflated: not worth inflating
+
+
+def test_an_update_keeps_key_derived_indexes_and_moves_object_ones() -> None:
+    ix = Indexer(indexers={"node": by_node})
+    ix.put(pod("a", node="n1"))
+    ix.put(pod("a", node="n2"))
+    assert ix.index_keys("node", "n1") == [] and ix.index_keys("node", "n2") == ["default/a"]
+    only_ns = Indexer()
+    only_ns.put(pod("a"))
+    only_ns.put(pod("a", node="n2"))
+    assert only_ns.index_keys(NAMESPACE_INDEX, "default") == ["default/a"]
+    assert only_ns.list_index_func_values(NAMESPACE_INDEX) == ["default"]
+    only_ns.delete(pod("a"))
+    assert only_ns.list_index_func_values(NAMESPACE_INDEX) == []

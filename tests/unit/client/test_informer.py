@@ -225,3 +225,40 @@ async def test_factory_transform_reaches_every_full_informer() -> None:
             inf = await factory.informer_for("v1", "configmaps")
             assert inf.indexer.transform is strip_managed_fields
             await factory.shutdown()
+
+
+async def test_watch_events_reach_cache_and_handlers_decoded_once_after_the_cut() -> None:
+    import msgspec
+
+    from kubecore.client.codec import CompactCodec
+    from kubecore.client.watch import parse_line
+
+    inf = SharedIndexInformer(object(), name="t")  # type: ignore[arg-type] - the reflector is not started
+    inf.set_transform(strip_managed_fields)
+    inf.indexer.codec = CompactCodec(compress=False)
+    seen: list[tuple[str, Any]] = []
+
+    async def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:  # a coroutine handler still works
+        await asyncio.sleep(0)
+        seen.append(("update", new))
+
+    inf.add_event_handler(EventHandlerFuncs(on_add_func=lambda o, _i: seen.append(("add", o)),
+                                            on_update_func=on_update))
+    for lis in inf._listeners:
+        lis.start()
+    obj = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "5", "managedFields": MANAGED},
+           "data": {"k": "v"}}
+    for kind, rv in (("ADDED", "5"), ("MODIFIED", "6")):
+        obj["metadata"]["resourceVersion"] = rv
+        ev = parse_line(msgspec.json.encode({"type": kind, "object": obj}))
+        inf.on_event(ev)
+        assert not ev.is_decoded and ev.resource_version() == rv  # the informer decoded only the cut bytes
+    await eventually(lambda: len(seen) == 2, what="handler calls")
+    for lis in inf._listeners:
+        assert lis.task is not None
+        lis.task.cancel()
+    cached = inf.indexer.get_by_key("default/a")
+    assert [k for k, _ in seen] == ["add", "update"] and seen[1][1] is cached
+    assert cached is not None and "managedFields" not in cached["metadata"]
+    assert cached["metadata"]["resourceVersion"] == "6"
+    assert msgspec.json.decode(inf.indexer.json_of(cached) or b"") == cached

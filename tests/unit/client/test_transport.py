@@ -237,3 +237,44 @@ async def test_at_most_max_connections_and_waiters_time_out(raw_server: Callable
     assert hang.connections == 2
     t.close()
     t2.close()
+
+
+def test_one_transport_serves_requests_from_successive_event_loops() -> None:
+    """The transport keeps the loop of its requests (no lookup per request) but follows the caller
+    to a new loop once the old one stopped (a client reused across asyncio.run calls)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = b"ok"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        transport = HttpTransport(f"http://127.0.0.1:{server.server_address[1]}")
+
+        async def twice() -> list[bytes]:
+            return [(await transport.request("GET", "/", headers={}, body=None, timeout=10)).body for _ in range(2)]
+
+        async def twice_and_close() -> list[bytes]:
+            try:
+                return await twice()
+            finally:
+                transport.close()
+
+        assert asyncio.run(twice()) == [b"ok", b"ok"]
+        assert asyncio.run(twice_and_close()) == [b"ok", b"ok"]  # the first loop is gone: its connections too
+    finally:
+        server.shutdown()
+        server.server_close()

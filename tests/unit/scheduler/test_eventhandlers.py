@@ -45,3 +45,26 @@ async def test_deleting_a_nominated_pending_pod_wakes_pods_of_lower_or_equal_pri
     handlers.on_add(nominated)
     handlers.on_delete(nominated)
     assert core.queue.where("default/big") == BACKOFF
+
+
+async def test_the_informers_json_of_a_pending_pod_reaches_the_kernels_without_an_encode() -> None:
+    import msgspec
+
+    from kubecore.client.codec import CompactCodec
+    from kubecore.client.indexer import Indexer
+
+    core, _, _ = build(config(), native=True)
+    core.cache.add_node(node("n0", cpu="4"))
+    ix = Indexer(codec=CompactCodec(compress=False))
+    handlers = PodHandlers(core, json_of=ix.json_of)
+    cached, raw = ix.prepare_raw(msgspec.json.encode(pod("cached")))
+    ix.put(cached, raw=raw)
+    handlers.on_add(cached)
+    handlers.on_add(pod("other"))  # not the informer's object: encoded when the kernels need it
+    queued = {k: core.queue.get(k) for k in ("default/cached", "default/other")}
+    assert all(p is not None for p in queued.values())
+    assert queued["default/cached"].raw is ix.entry("default/cached")  # type: ignore[union-attr]
+    assert msgspec.json.decode(queued["default/other"].raw) == pod("other")  # type: ignore[union-attr]
+    placed: list[str] = []
+    await Driver(core, on_bound=lambda b: placed.append(b.key)).drain()
+    assert sorted(placed) == ["default/cached", "default/other"]

@@ -295,3 +295,36 @@ def test_pod_events_visit_only_the_pods_they_can_concern() -> None:
     q.add(pod("newcomer"))  # Pod/Add: only the gang member's plugin listens
     assert q.where("default/gang") == BACKOFF and q.where("default/fit") == UNSCHEDULABLE
     assert list(pool.on_pod_add) == [] and "default/gang" not in pool
+
+
+def test_in_flight_events_stay_exact_across_compaction() -> None:
+    from kubecore.scheduler.inflight import InFlight
+
+    f = InFlight()
+    f.pop("old")
+    for i in range(3000):
+        f.add_event(ev.EVENT_ASSIGNED_POD_DELETE, None, {"i": i})
+        if i == 1999:
+            f.pop("late")  # seq 2002: sees the last 1000 events
+    f.done("old")  # the first 2000 events are needed by nobody: dropped (compacted)
+    assert f.recorded == 1000
+    assert [e[3]["i"] for e in f.events_for("late")] == list(range(2000, 3000))
+    f.pop("newest")
+    f.add_event(ev.EVENT_ASSIGNED_POD_DELETE, None, {"i": "x"})
+    assert [e[3]["i"] for e in f.events_for("newest")] == ["x"]
+    f.done("late")
+    f.done("newest")
+    assert f.recorded == 0 and f.events_for("late") == []
+
+
+async def test_every_waiter_wakes_on_an_add_and_a_cancelled_one_leaves_nothing_behind() -> None:
+    q = make_queue(FakeClock())
+    waiters = [asyncio.ensure_future(q.wait_ready()) for _ in range(2)]
+    gone = asyncio.ensure_future(q.wait_ready())
+    await asyncio.sleep(0)
+    gone.cancel()
+    await asyncio.sleep(0)
+    assert len(q._wakeup) == 2  # noqa: SLF001 - the cancelled waiter was dropped
+    q.add(pod("a"))
+    await asyncio.wait_for(asyncio.gather(*waiters), 5)
+    assert q._wakeup == []  # noqa: SLF001
