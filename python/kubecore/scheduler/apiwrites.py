@@ -15,6 +15,10 @@ preemption's victim handling), as the `Services` and `Driver` callbacks a proces
   pods/status, skipped when nothing would change (upstream updatePod).
 - `evict(victim, preemptor, node)`: the DisruptionTarget condition (reason PreemptionByScheduler)
   on the victim, then DELETE with its uid as precondition, and a Normal `Preempted` event.
+- `evict_victims(victims, preemptor, node, release=, failed=)`: upstream's asynchronous
+  preemption (prepareCandidateAsync): every victim but the last evicted concurrently, then
+  `release()`, then the last one; `failed()` if an eviction failed or the last victim was gone
+  already (so no deletion event will move the preemptor).
 - `clear_nominated_node(pod)`: PATCH status.nominatedNodeName to null.
 
 Everything but `bind` is fire and forget: a task in `tasks`, errors logged, never raised into
@@ -173,9 +177,41 @@ class ApiWrites:
                          patch_type=STRATEGIC, subresource="status")
 
     def evict(self, victim: Obj, preemptor: Obj, node: str) -> None:
-        self.tasks.spawn(f"preempting pod {pod_key(victim)}", self._evict(victim, preemptor, node))
+        self.tasks.spawn(f"preempting pod {pod_key(victim)}", self._evict_one(victim, preemptor, node))
 
-    async def _evict(self, victim: Obj, preemptor: Obj, node: str) -> None:
+    async def _evict_one(self, victim: Obj, preemptor: Obj, node: str) -> None:
+        await self._evict(victim, preemptor, node)
+
+    def evict_victims(self, victims: list[Obj], preemptor: Obj, node: str, *, release: Callable[[], None],
+                      failed: Callable[[], None]) -> None:
+        self.tasks.spawn(f"preempting for pod {pod_key(preemptor)}",
+                         self._evict_victims(victims, preemptor, node, release, failed))
+
+    async def _evict_victims(self, victims: list[Obj], preemptor: Obj, node: str, release: Callable[[], None],
+                             failed: Callable[[], None]) -> None:
+        ok = True
+        try:
+            if len(victims) > 1:
+                results = await asyncio.gather(*(self._evict(v, preemptor, node) for v in victims[:-1]),
+                                               return_exceptions=True)
+                for victim, r in zip(victims, results):
+                    if isinstance(r, asyncio.CancelledError):
+                        raise r
+                    if isinstance(r, BaseException):
+                        ok = False
+                        log.warning("preemption: evicting pod %s failed: %s", pod_key(victim), r)
+        finally:
+            release()  # before the last eviction: its deletion event must find the preemptor released
+        try:
+            ok = await self._evict(victims[-1], preemptor, node) and ok
+        except ApiError as e:
+            ok = False
+            log.warning("preemption: evicting pod %s failed: %s", pod_key(victims[-1]), e)
+        if not ok:
+            failed()
+
+    async def _evict(self, victim: Obj, preemptor: Obj, node: str) -> bool:
+        """Whether this call deleted the victim (False: it was gone already)."""
         meta = victim.get("metadata") or {}
         name, ns = meta.get("name", ""), meta.get("namespace") or "default"
         pods = await self.rest.resource("v1", "pods")
@@ -186,14 +222,18 @@ class ApiWrites:
             await pods.patch(name, {"status": {"conditions": [condition]}}, namespace=ns, patch_type=STRATEGIC,
                              subresource="status")
         except NotFound:
-            return
+            return False
         except ApiError as e:
             log.warning("preemption: could not mark pod %s/%s as a disruption target: %s", ns, name, e)
         uid = meta.get("uid")
-        await pods.delete(name, namespace=ns, preconditions={"uid": uid} if uid else None)
+        try:
+            await pods.delete(name, namespace=ns, preconditions={"uid": uid} if uid else None)
+        except NotFound:  # deleted meanwhile: what the eviction wanted (upstream ignores NotFound too)
+            return False
         pmeta = preemptor.get("metadata") or {}
         self.recorder.event(pod_reference(victim), NORMAL, reason="Preempted",
                             message=f"Preempted by pod {pmeta.get('uid') or pod_key(preemptor)} on node {node}")
+        return True
 
     def clear_nominated_node(self, pod: Obj) -> None:
         self.tasks.spawn(f"clearing the nominated node of pod {pod_key(pod)}",

@@ -171,7 +171,12 @@ class LiveScheduler:
             services = inf["services"].indexer.by_index(NAMESPACE_INDEX, namespace)
             return defaultspread.default_selector(pod, services=services, controller=owner, controller_kind=kind)
 
-        return Services(bind=writes.bind, evict=writes.evict, clear_nominated_node=writes.clear_nominated_node,
+        def activate(pods: list[Obj]) -> None:
+            if self.core is not None:
+                self.core.queue.activate(pods)
+
+        return Services(bind=writes.bind, evict=writes.evict, evict_victims=writes.evict_victims, activate=activate,
+                        clear_nominated_node=writes.clear_nominated_node,
                         get_pvc=get_pvc, get_pv=get_pv, list_pdbs=list_pdbs, list_pods=list_pods,
                         list_pod_group=list_pod_group, default_selector=default_selector)
 

@@ -224,3 +224,76 @@ def test_prefilter_extensions_follow_the_dry_run() -> None:
     out = attempt(core, pod("high", priority=5))
     assert plugin.removed and set(plugin.removed) == {"low"}
     assert rec.evicted == [("low", "high", "n0")] and out.nominating is not None
+
+
+class AsyncRecorder(Recorder):
+    """Services with `evict_victims` (asynchronous preemption): the test plays the API calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.preemptions: list[tuple[list[str], Any, Any]] = []
+        self.activated: list[str] = []
+
+    def evict_victims(self, victims: list[Obj], preemptor: Obj, node_name: str, *, release: Any, failed: Any) -> None:
+        self.preemptions.append(([v["metadata"]["name"] for v in victims], release, failed))
+
+    def services(self) -> Any:
+        s = super().services()
+        s.evict_victims = self.evict_victims
+        s.activate = lambda pods: self.activated.extend(p["metadata"]["name"] for p in pods)
+        return s
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_preemptor_waits_for_its_victims_evictions_and_moves_on_the_last_deletion(mode: str) -> None:
+    """Upstream's asynchronous preemption: PreEnqueue holds the preemptor while all but its last
+    victim are being evicted; the deletions seen meanwhile do not bring it back; once released,
+    the last victim's deletion does, and it fits."""
+    from kubecore.scheduler.binding import record_failure
+
+    rec = AsyncRecorder()
+    cfg = default_config() if mode == "native" else config([python_profile("CpuFit", "DefaultPreemption")])
+    core, rec2, clock = build(cfg, rec=rec, native=mode == "native")
+    assert rec2 is rec
+    core.cache.add_node(node("n0", cpu="3"))
+    low = [pod(f"low-{i}", cpu="1", priority=0, node_name="n0") for i in range(3)]
+    for p in low:
+        core.cache.add_pod(p)
+    out = attempt(core, pod("high", cpu="3", priority=10))
+    assert rec.evicted == [] and len(rec.preemptions) == 1
+    names, release, failed = rec.preemptions[0]
+    assert sorted(names) == ["low-0", "low-1", "low-2"]
+    record_failure(core.queue, out)
+    # the first two victims go; the preemptor is still preempting: held back however long it waits
+    for name in names[:-1]:
+        gone = next(p for p in low if p["metadata"]["name"] == name)
+        core.cache.remove_pod(gone)
+        core.queue.assigned_pod_deleted(gone)
+    clock.advance(5)
+    assert core.queue.pop() is None
+    assert core.queue.counts()["gated"] == 1
+    # released before the last eviction; the last deletion moves it, and it fits
+    release()
+    last = next(p for p in low if p["metadata"]["name"] == names[-1])
+    core.cache.remove_pod(last)
+    core.queue.assigned_pod_deleted(last)
+    pinfo = core.queue.pop()
+    assert pinfo is not None and pinfo.key == "default/high"
+    placed = schedule_one(core.frameworks["default-scheduler"], pinfo)
+    assert isinstance(placed, Assumed) and placed.node == "n0"
+    assert rec.activated == []
+
+
+def test_a_failed_preemption_activates_the_preemptor() -> None:
+    rec = AsyncRecorder()
+    core, _, _ = build(config([python_profile("CpuFit", "DefaultPreemption")]), rec=rec)
+    core.cache.add_node(node("n0", cpu="1"))
+    core.cache.add_pod(pod("low", cpu="1", priority=0, node_name="n0"))
+    attempt(core, pod("high", cpu="1", priority=10))
+    fw = core.frameworks["default-scheduler"]
+    gate = next(pl for pl in fw.plugins.pre_enqueue if pl.name == "DefaultPreemption")
+    status = gate.pre_enqueue(pod("high", priority=10))
+    assert status is not None and status.message() == "waiting for the preemption for this pod to be finished"
+    _, _, failed = rec.preemptions[0]
+    failed()
+    assert rec.activated == ["high"] and gate.pre_enqueue(pod("high", priority=10)) is None

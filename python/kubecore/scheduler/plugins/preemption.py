@@ -17,8 +17,17 @@ PostFilter, in upstream's order:
 4. The node: fewest PDB violations, then the lowest highest-victim priority, then the smallest
    sum of victim priorities, then the fewest victims, then the latest start among the
    highest-priority victims, then the first found.
-5. Evict the victims through the `evict` service (victims still waiting at Permit are rejected
-   instead), clear lower-priority nominations on that node, and nominate the node.
+5. Evict the victims (victims still waiting at Permit are rejected instead), clear lower-priority
+   nominations on that node, and nominate the node.
+
+Evictions are asynchronous, as upstream's (KEP-4832, on by default since 1.33) when the wiring
+offers the `evict_victims` service: the preemptor is marked as preempting, and PreEnqueue keeps
+it out of activeQ ("waiting for the preemption for this pod to be finished") until every victim
+but the last has been evicted; the last victim's deletion then moves it (the plugin registers
+for pod deletions so a gated preemptor hears it; its hint is Skip, the other rejecting plugins'
+hints decide). So a preemptor is not retried while its victims' API calls are still under way,
+fails again and doubles its backoff. If an eviction fails, or the last victim was gone already,
+the preemptor is activated instead.
 
 When only native filters run in the cycle, the dry runs of all nodes happen in the kernels:
 one call per cycle without PDBs, a few with them (`kubecore.scheduler.plugins.victims`).
@@ -39,6 +48,7 @@ import msgspec
 
 from kubecore.controllers.controller_utils import parse_time
 from kubecore.scheduler.config_args import DefaultPreemptionArgs
+from kubecore.scheduler.events import POD, ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint
 from kubecore.scheduler.fiterror import Diagnosis, NodeToStatus, fit_error_message
 from kubecore.scheduler.handle import Handle
 from kubecore.scheduler.interface import CycleState, PostFilterResult, PreFilterExtensions
@@ -96,6 +106,17 @@ class DefaultPreemption:
     def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
         self.args = args
         self.handle = handle
+        self.preempting: set[str] = set()
+        """Preemptors whose victims are being evicted (by uid, else key)."""
+
+    def pre_enqueue(self, pod: Obj) -> Status | None:
+        if self.preempting and _identity(pod) in self.preempting:
+            return Status(_UU, WAITING)
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        # a gated preemptor must hear its last victim's deletion; the plugins that rejected it decide
+        return [ClusterEventWithHint(ClusterEvent(POD, ActionType.DELETE), _skip)]
 
     def post_filter(self, state: CycleState, pod: Obj,
                     statuses: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
@@ -251,14 +272,14 @@ class DefaultPreemption:
     def prepare(self, c: Candidate, pod: Obj) -> None:
         """Evict the victims (reject those waiting at Permit) and clear lower nominations."""
         fw = self.handle.framework
-        evict = self.handle.services.evict
-        for victim in c.victims:
-            if fw.waiting_pods.reject(pod_key(victim), "preempted"):
-                continue
-            if (victim.get("metadata") or {}).get("deletionTimestamp"):
-                continue
-            if evict is not None:
-                evict(victim, pod, c.node)
+        services = self.handle.services
+        victims = [v for v in c.victims if not fw.waiting_pods.reject(pod_key(v), "preempted")
+                   and not (v.get("metadata") or {}).get("deletionTimestamp")]
+        if victims and services.evict_victims is not None:
+            self._evict_async(victims, pod, c.node)
+        elif services.evict is not None:
+            for victim in victims:
+                services.evict(victim, pod, c.node)
         prio = pod_priority(pod)
         clear = self.handle.services.clear_nominated_node
         for p in self.handle.nominator.pods_for_node(c.node):
@@ -266,6 +287,35 @@ class DefaultPreemption:
                 self.handle.nominator.delete(pod_key(p))
                 if clear is not None:
                     clear(p)
+
+
+    def _evict_async(self, victims: list[Obj], pod: Obj, node: str) -> None:
+        who = _identity(pod)
+        self.preempting.add(who)
+        activate = self.handle.services.activate
+
+        def release() -> None:
+            self.preempting.discard(who)
+
+        def failed() -> None:
+            release()
+            if activate is not None:
+                activate([pod])
+
+        assert self.handle.services.evict_victims is not None
+        self.handle.services.evict_victims(victims, pod, node, release=release, failed=failed)
+
+
+WAITING = "waiting for the preemption for this pod to be finished"
+
+
+def _identity(pod: Obj) -> str:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or pod_key(pod))
+
+
+def _skip(pod: Obj, old: Any, new: Any) -> QueueingHint:
+    return QueueingHint.SKIP
 
 
 def _tryable(statuses: NodeToStatus, node: str) -> tuple[bool, bool]:
