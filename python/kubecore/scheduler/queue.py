@@ -235,6 +235,16 @@ class SchedulingQueue:
     def _profile(self, p: QueuedPodInfo) -> QueueProfile:
         return self.profiles.get(scheduler_name(p.pod), self._empty_profile)
 
+    def _still_gated(self, p: QueuedPodInfo) -> bool:
+        """Whether the plugin that gated `p` still refuses it: then any requeue would end with `p`
+        gated in the pool again, and its hints need not run (a preemptor waiting for its victims
+        hears every pod deletion)."""
+        for pl in self._profile(p).pre_enqueue:
+            if pl.name == p.gating_plugin:
+                st = pl.pre_enqueue(p.pod)
+                return st is not None and st.code is not Code.SUCCESS
+        return False
+
     def _run_pre_enqueue(self, p: QueuedPodInfo) -> None:
         plugins = self._profile(p).pre_enqueue
         if p.gating_plugin:  # the plugin that gated it last time goes first
@@ -481,7 +491,7 @@ class SchedulingQueue:
             return
         known: dict[int, frozenset[str]] = {}
         for p in list(pods):
-            if p.gated and not ev.match_any(event, p.gating_plugin_events):
+            if p.gated and (not ev.match_any(event, p.gating_plugin_events) or self._still_gated(p)):
                 continue
             strategy = self._worth_requeuing(p, event, old, new, known)
             if strategy is Strategy.SKIP:

@@ -328,3 +328,44 @@ async def test_every_waiter_wakes_on_an_add_and_a_cancelled_one_leaves_nothing_b
     q.add(pod("a"))
     await asyncio.wait_for(asyncio.gather(*waiters), 5)
     assert q._wakeup == []  # noqa: SLF001
+
+
+def test_a_pod_whose_gate_holds_is_not_offered_to_hints() -> None:
+    """A gated pod that hears an event its gating plugin registered for: while the gate holds, the
+    rejecting plugins' hints are not run (the pod would end gated in the pool anyway); once the
+    gate opens, the next such event requeues it."""
+    clock = FakeClock()
+    calls: list[str] = []
+
+    class Hold:
+        name = "Hold"
+        closed = True
+
+        def pre_enqueue(self, p: Obj) -> object:
+            from kubecore.scheduler.status import Code, Status
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "held") if self.closed else None
+
+    def counting(p: Obj, old: object, new: object) -> QueueingHint:
+        calls.append(p["metadata"]["name"])
+        return QueueingHint.QUEUE
+
+    hold = Hold()
+    deleted = ClusterEvent(ev.POD, ActionType.DELETE)
+    q = SchedulingQueue(profiles={"default-scheduler": QueueProfile(
+        pre_enqueue=[hold], hints=[(deleted, "Hold", lambda p, o, n: QueueingHint.SKIP), (deleted, "Fit", counting)])},  # type: ignore[list-item]
+        clock=clock)
+    hold.closed = False
+    q.add(pod("p"))
+    p = q.pop()
+    assert p is not None
+    hold.closed = True
+    fail(q, p, "Fit")
+    clock.advance(5)
+    q.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod("victim", node_name="n"), None)
+    assert q.counts()["gated"] == 1 and calls == ["p"], "the first event finds the gate closed"
+    for _ in range(3):
+        q.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod("victim", node_name="n"), None)
+    assert calls == ["p"] and q.counts()["gated"] == 1
+    hold.closed = False
+    q.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod("victim", node_name="n"), None)
+    assert calls == ["p", "p"] and q.counts()["active"] == 1
