@@ -15,10 +15,9 @@ preemption's victim handling), as the `Services` and `Driver` callbacks a proces
   pods/status, skipped when nothing would change (upstream updatePod).
 - `evict(victim, preemptor, node)`: the DisruptionTarget condition (reason PreemptionByScheduler)
   on the victim, then DELETE with its uid as precondition, and a Normal `Preempted` event.
-- `evict_victims(victims, preemptor, node, release=, failed=)`: upstream's asynchronous
-  preemption (prepareCandidateAsync): every victim but the last evicted concurrently, then
-  `release()`, then the last one; `failed()` if an eviction failed or the last victim was gone
-  already (so no deletion event will move the preemptor).
+- `evict_victims(victims, preemptor, node, failed=)`: a preemption's victims evicted
+  concurrently (upstream's asynchronous preemption); `failed()` if an eviction failed (a victim
+  already gone is no failure: its deletion is what the preemptor waits for).
 - `clear_nominated_node(pod)`: PATCH status.nominatedNodeName to null.
 
 Everything but `bind` is fire and forget: a task in `tasks`, errors logged, never raised into
@@ -182,32 +181,17 @@ class ApiWrites:
     async def _evict_one(self, victim: Obj, preemptor: Obj, node: str) -> None:
         await self._evict(victim, preemptor, node)
 
-    def evict_victims(self, victims: list[Obj], preemptor: Obj, node: str, *, release: Callable[[], None],
-                      failed: Callable[[], None]) -> None:
-        self.tasks.spawn(f"preempting for pod {pod_key(preemptor)}",
-                         self._evict_victims(victims, preemptor, node, release, failed))
+    def evict_victims(self, victims: list[Obj], preemptor: Obj, node: str, *, failed: Callable[[], None]) -> None:
+        self.tasks.spawn(f"preempting for pod {pod_key(preemptor)}", self._evict_victims(victims, preemptor, node, failed))
 
-    async def _evict_victims(self, victims: list[Obj], preemptor: Obj, node: str, release: Callable[[], None],
-                             failed: Callable[[], None]) -> None:
-        ok = True
-        try:
-            if len(victims) > 1:
-                results = await asyncio.gather(*(self._evict(v, preemptor, node) for v in victims[:-1]),
-                                               return_exceptions=True)
-                for victim, r in zip(victims, results):
-                    if isinstance(r, asyncio.CancelledError):
-                        raise r
-                    if isinstance(r, BaseException):
-                        ok = False
-                        log.warning("preemption: evicting pod %s failed: %s", pod_key(victim), r)
-        finally:
-            release()  # before the last eviction: its deletion event must find the preemptor released
-        try:
-            ok = await self._evict(victims[-1], preemptor, node) and ok
-        except ApiError as e:
-            ok = False
-            log.warning("preemption: evicting pod %s failed: %s", pod_key(victims[-1]), e)
-        if not ok:
+    async def _evict_victims(self, victims: list[Obj], preemptor: Obj, node: str, failed: Callable[[], None]) -> None:
+        results = await asyncio.gather(*(self._evict(v, preemptor, node) for v in victims), return_exceptions=True)
+        errors = [(v, r) for v, r in zip(victims, results) if isinstance(r, BaseException)]
+        for victim, r in errors:
+            if isinstance(r, asyncio.CancelledError):
+                raise r
+            log.warning("preemption: evicting pod %s failed: %s", pod_key(victim), r)
+        if errors:
             failed()
 
     async def _evict(self, victim: Obj, preemptor: Obj, node: str) -> bool:

@@ -8,13 +8,10 @@ A plugin factory receives `(args, handle)`. The handle is shared by the profile'
 
     bind(pod, node)                  async: write the binding (DefaultBinder)
     evict(victim, preemptor, node)   start evicting a preemption victim (fire and forget)
-    evict_victims(victims, preemptor, node, release=, failed=)
-                                     start evicting all of a preemption's victims, upstream's
-                                     asynchronous preemption: all but the last concurrently, then
-                                     `release()`, then the last; `failed()` when the preemptor
-                                     might otherwise wait for a deletion event that never comes
-                                     (an eviction failed, or the last victim was already gone).
-                                     Preferred over `evict` when given.
+    evict_victims(victims, preemptor, node, failed=)
+                                     start evicting all of a preemption's victims (upstream's
+                                     asynchronous preemption); `failed()` if one could not be
+                                     evicted. Preferred over `evict` when given.
     activate(pods)                   move pods to activeQ now (upstream Handle.Activate)
     clear_nominated_node(pod)        start clearing a pod's status.nominatedNodeName
     get_pvc(namespace, name)         a PersistentVolumeClaim or None (VolumeBinding)

@@ -231,11 +231,11 @@ class AsyncRecorder(Recorder):
 
     def __init__(self) -> None:
         super().__init__()
-        self.preemptions: list[tuple[list[str], Any, Any]] = []
+        self.preemptions: list[tuple[list[str], Any]] = []
         self.activated: list[str] = []
 
-    def evict_victims(self, victims: list[Obj], preemptor: Obj, node_name: str, *, release: Any, failed: Any) -> None:
-        self.preemptions.append(([v["metadata"]["name"] for v in victims], release, failed))
+    def evict_victims(self, victims: list[Obj], preemptor: Obj, node_name: str, *, failed: Any) -> None:
+        self.preemptions.append(([v["metadata"]["name"] for v in victims], failed))
 
     def services(self) -> Any:
         s = super().services()
@@ -245,10 +245,10 @@ class AsyncRecorder(Recorder):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_preemptor_waits_for_its_victims_evictions_and_moves_on_the_last_deletion(mode: str) -> None:
-    """Upstream's asynchronous preemption: PreEnqueue holds the preemptor while all but its last
-    victim are being evicted; the deletions seen meanwhile do not bring it back; once released,
-    the last victim's deletion does, and it fits."""
+def test_a_preemptor_waits_until_its_victims_are_gone_and_moves_on_the_last_deletion(mode: str) -> None:
+    """Asynchronous preemption: PreEnqueue holds the preemptor while any victim it evicts is still
+    in the cache, however long its backoff has run; the deletion of the last one moves it, and it
+    fits."""
     from kubecore.scheduler.binding import record_failure
 
     rec = AsyncRecorder()
@@ -256,27 +256,27 @@ def test_a_preemptor_waits_for_its_victims_evictions_and_moves_on_the_last_delet
     core, rec2, clock = build(cfg, rec=rec, native=mode == "native")
     assert rec2 is rec
     core.cache.add_node(node("n0", cpu="3"))
-    low = [pod(f"low-{i}", cpu="1", priority=0, node_name="n0") for i in range(3)]
-    for p in low:
+    low = {f"low-{i}": pod(f"low-{i}", cpu="1", priority=0, node_name="n0") for i in range(3)}
+    for p in low.values():
+        p["metadata"]["uid"] = "uid-" + p["metadata"]["name"]
         core.cache.add_pod(p)
     out = attempt(core, pod("high", cpu="3", priority=10))
     assert rec.evicted == [] and len(rec.preemptions) == 1
-    names, release, failed = rec.preemptions[0]
-    assert sorted(names) == ["low-0", "low-1", "low-2"]
+    names, _ = rec.preemptions[0]
+    assert sorted(names) == sorted(low)
     record_failure(core.queue, out)
-    # the first two victims go; the preemptor is still preempting: held back however long it waits
     for name in names[:-1]:
-        gone = next(p for p in low if p["metadata"]["name"] == name)
-        core.cache.remove_pod(gone)
-        core.queue.assigned_pod_deleted(gone)
-    clock.advance(5)
+        core.cache.remove_pod(low[name])
+        core.queue.assigned_pod_deleted(low[name])
+    clock.advance(5)  # far past its backoff: still held, one victim is left
     assert core.queue.pop() is None
     assert core.queue.counts()["gated"] == 1
-    # released before the last eviction; the last deletion moves it, and it fits
-    release()
-    last = next(p for p in low if p["metadata"]["name"] == names[-1])
-    core.cache.remove_pod(last)
-    core.queue.assigned_pod_deleted(last)
+    # a new pod of the last victim's name is not that victim
+    core.cache.remove_pod(low[names[-1]])
+    again = pod(names[-1], cpu="1", priority=0, node_name="n1")
+    again["metadata"]["uid"] = "another"
+    core.cache.add_pod(again)
+    core.queue.assigned_pod_deleted(low[names[-1]])
     pinfo = core.queue.pop()
     assert pinfo is not None and pinfo.key == "default/high"
     placed = schedule_one(core.frameworks["default-scheduler"], pinfo)
@@ -284,7 +284,7 @@ def test_a_preemptor_waits_for_its_victims_evictions_and_moves_on_the_last_delet
     assert rec.activated == []
 
 
-def test_a_failed_preemption_activates_the_preemptor() -> None:
+def test_a_failed_eviction_activates_the_preemptor() -> None:
     rec = AsyncRecorder()
     core, _, _ = build(config([python_profile("CpuFit", "DefaultPreemption")]), rec=rec)
     core.cache.add_node(node("n0", cpu="1"))
@@ -294,6 +294,6 @@ def test_a_failed_preemption_activates_the_preemptor() -> None:
     gate = next(pl for pl in fw.plugins.pre_enqueue if pl.name == "DefaultPreemption")
     status = gate.pre_enqueue(pod("high", priority=10))
     assert status is not None and status.message() == "waiting for the preemption for this pod to be finished"
-    _, _, failed = rec.preemptions[0]
+    _, failed = rec.preemptions[0]
     failed()
     assert rec.activated == ["high"] and gate.pre_enqueue(pod("high", priority=10)) is None
