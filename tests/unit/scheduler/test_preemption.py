@@ -297,3 +297,22 @@ def test_a_failed_eviction_activates_the_preemptor() -> None:
     _, failed = rec.preemptions[0]
     failed()
     assert rec.activated == ["high"] and gate.pre_enqueue(pod("high", priority=10)) is None
+
+
+def test_held_preemptors_that_are_never_asked_again_are_pruned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubecore.scheduler.plugins import preemption
+
+    monkeypatch.setattr(preemption, "PRUNE_AT", 1)
+    rec = AsyncRecorder()
+    core, _, _ = build(config([python_profile("CpuFit", "DefaultPreemption")]), rec=rec)
+    core.cache.add_node(node("n0", cpu="1"))
+    core.cache.add_node(node("n1", cpu="1"))
+    core.cache.add_pod(pod("low-0", cpu="1", priority=0, node_name="n0"))
+    core.cache.add_pod(pod("low-1", cpu="1", priority=0, node_name="n1"))
+    attempt(core, pod("first", cpu="1", priority=10))
+    gate = next(pl for pl in core.frameworks["default-scheduler"].plugins.pre_enqueue if pl.name == "DefaultPreemption")
+    assert list(gate.preempting) == ["uid-default-first"]
+    (victim,), _ = rec.preemptions[0]
+    core.cache.remove_pod(pod(victim, node_name="n0" if victim == "low-0" else "n1"))  # gone; `first` was deleted meanwhile
+    attempt(core, pod("second", cpu="1", priority=10))
+    assert list(gate.preempting) == ["uid-default-second"]

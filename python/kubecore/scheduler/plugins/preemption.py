@@ -29,6 +29,14 @@ that rejected the pod decide). Upstream instead lifts the gate just before evict
 victim; under load the last eviction can wait behind thousands of API calls, and a preemptor
 retried in that window fails again and doubles its backoff (measured: 404 of PreemptionBasic's
 500 preemptors did). If an eviction fails, the preemptor is activated at once, as upstream.
+
+When only native filters run in the cycle, the dry runs of all nodes happen in the kernels:
+one call per cycle without PDBs, a few with them (`kubecore.scheduler.plugins.victims`).
+Otherwise they go through `Framework.dry_run_node`: one native `filter_node(..., without=victims)`
+call, then the Python filters on a copy of the node without the victims. With no candidate the status
+message is a FitError over the dry-run statuses, e.g.
+"preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod,
+2 Preemption is not helpful for scheduling."
 """
 
 from __future__ import annotations
@@ -291,9 +299,11 @@ class DefaultPreemption:
                 if clear is not None:
                     clear(p)
 
-
     def _evict_async(self, victims: list[Obj], pod: Obj, node: str) -> None:
         who = _identity(pod)
+        if len(self.preempting) >= PRUNE_AT:  # preemptors deleted while held are never asked again
+            get = self.handle.cache.get_pod
+            self.preempting = {k: v for k, v in self.preempting.items() if any(_same(get(key), uid) for key, uid in v)}
         self.preempting[who] = [(pod_key(v), str((v.get("metadata") or {}).get("uid") or "")) for v in victims]
         activate = self.handle.services.activate
 
@@ -307,6 +317,7 @@ class DefaultPreemption:
 
 
 WAITING = "waiting for the preemption for this pod to be finished"
+PRUNE_AT = 1024
 _WAITING = Status(_UU, WAITING)
 
 
