@@ -136,23 +136,17 @@ class ObjectStore:
 
     def get_raw(self, rt: ResourceType, namespace: str, name: str) -> bytes:
         """The object's JSON, with its resourceVersion, without decoding it."""
-        kv = self.store.get(rt.key(namespace or None, name))
-        if kv is None:
-            raise errors.not_found(rt, name)
+        kv = self.get_stored(rt, namespace, name)
         return with_rv(kv.value, kv.mod_revision)
 
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
-        kv = self.store.get(rt.key(namespace or None, name))
-        if kv is None:
-            raise errors.not_found(rt, name)
+        kv = self.get_stored(rt, namespace, name)
         return decode(kv.value, kv.mod_revision)
 
     def get_pair(self, rt: ResourceType, namespace: str, name: str) -> tuple[Obj, Obj]:
         """Two independent decodings of the object: the live one and a copy to edit (decoding the
         bytes again costs half of deep-copying the first)."""
-        kv = self.store.get(rt.key(namespace or None, name))
-        if kv is None:
-            raise errors.not_found(rt, name)
+        kv = self.get_stored(rt, namespace, name)
         return decode(kv.value, kv.mod_revision), decode(kv.value, kv.mod_revision)
 
     def list(

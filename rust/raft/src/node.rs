@@ -161,7 +161,7 @@ impl<S: StateMachine> Node<S> {
         while !self.closing {
             // Step 0: collect.
             let began = Instant::now();
-            match spin_recv(rx, spin.budget) {
+            match spin_recv(rx, spin.budget()) {
                 Some(msg) => {
                     spin.caught();
                     self.accept(msg)
@@ -471,14 +471,13 @@ const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 /// core's other threads need. So the loop keeps a moving share of proposals that came within
 /// `SPIN` (spun for or slept for) and polls while that share is at least about half.
 struct Spin {
-    budget: std::time::Duration,
     /// Share of recent proposals that came within `SPIN`, in 1/256ths (a moving average over ~8).
     share: u32,
 }
 
 impl Default for Spin {
     fn default() -> Self {
-        Self { budget: SPIN, share: 256 }
+        Self { share: 256 }
     }
 }
 
@@ -500,7 +499,15 @@ impl Spin {
 
     fn record(&mut self, soon: bool) {
         self.share = self.share - self.share / 8 + if soon { 32 } else { 0 };
-        self.budget = if self.share >= 128 { SPIN } else { std::time::Duration::ZERO };
+    }
+
+    /// How long to poll now: all of `SPIN` while at least about half the proposals came that soon.
+    fn budget(&self) -> std::time::Duration {
+        if self.share >= 128 {
+            SPIN
+        } else {
+            std::time::Duration::ZERO
+        }
     }
 }
 
@@ -512,19 +519,19 @@ mod spin_tests {
     #[test]
     fn polling_follows_the_gaps_between_proposals() {
         let mut spin = Spin::default();
-        assert_eq!(spin.budget, SPIN, "a fresh node polls (a writer in a loop is the common embedded case)");
+        assert_eq!(spin.budget(), SPIN, "a fresh node polls (a writer in a loop is the common embedded case)");
         spin.slept(Duration::from_micros(400));
-        assert_eq!(spin.budget, SPIN, "one late proposal changes nothing");
+        assert_eq!(spin.budget(), SPIN, "one late proposal changes nothing");
         for _ in 0..8 {
             spin.slept(Duration::from_micros(400)); // a loaded event loop: proposals far apart
         }
-        assert_eq!(spin.budget, Duration::ZERO, "no polling when it does not pay");
+        assert_eq!(spin.budget(), Duration::ZERO, "no polling when it does not pay");
         spin.slept(Duration::from_micros(20));
-        assert_eq!(spin.budget, Duration::ZERO, "one early proposal is not a trend");
+        assert_eq!(spin.budget(), Duration::ZERO, "one early proposal is not a trend");
         for _ in 0..8 {
             spin.slept(Duration::from_micros(20)); // a writer in a loop again
         }
-        assert_eq!(spin.budget, SPIN);
+        assert_eq!(spin.budget(), SPIN);
         for i in 0..64 {
             // three proposals in four come soon: keep polling
             if i % 4 != 3 {
@@ -533,7 +540,7 @@ mod spin_tests {
                 spin.missed()
             }
         }
-        assert_eq!(spin.budget, SPIN);
+        assert_eq!(spin.budget(), SPIN);
     }
 }
 
