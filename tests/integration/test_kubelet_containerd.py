@@ -31,6 +31,9 @@ from tests.integration.inprocess import eventually, new_client, write_kubeconfig
 
 Obj = dict[str, Any]
 WAIT_S = 60.0
+DISK_NEUTRAL = ("--eviction-hard", "memory.available<100Mi", "--image-gc-high-threshold", "100")
+"""As `kubecore up` runs its node: these tests run real containers, whatever the test machine's
+disk holds (upstream's default would taint the node DiskPressure on a disk 85% full)."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,7 +59,7 @@ async def test_the_cli_runs_a_busybox_pod_with_volumes_and_env(server_url: str, 
         proc = subprocess.Popen(
             [sys.executable, "-m", "kubecore.cli.main", "kubelet", "--kubeconfig", str(kubeconfig), "--node-name", name,
              "--runtime", "containerd", "--root-dir", str(root), "--pod-cidr", cidr, "--node-status-update-frequency",
-             "1s"], env=env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+             "1s", *DISK_NEUTRAL], env=env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     rest = new_client(server_url)
     uid = ""
     try:

@@ -27,7 +27,7 @@ from kubecore.client.errors import NotFound
 from kubecore.kubelet.containerd import daemon
 from tests.integration.cluster import env, free_port, stop
 from tests.integration.inprocess import eventually, new_client, run_kubectl, write_kubeconfig
-from tests.integration.test_kubelet_containerd import condition, machine_can_run_containerd
+from tests.integration.test_kubelet_containerd import DISK_NEUTRAL, condition, machine_can_run_containerd
 
 # machine_can_run_containerd: the module's autouse fixture (root and the packages, or a failure)
 __all__ = ["containerd_node", "machine_can_run_containerd", "port_forward", "served_page"]
@@ -90,7 +90,7 @@ async def containerd_node(server_url: str, tmp_path: Path, *, prefix: str) -> As
         proc = subprocess.Popen(
             [sys.executable, "-m", "kubecore.cli.main", "kubelet", "--kubeconfig", str(kubeconfig), "--node-name", name,
              "--runtime", "containerd", "--root-dir", str(root), "--pod-cidr", cidr, "--node-ip", "127.0.0.1",
-             "--address", "127.0.0.1", "--port", str(free_port()), "--node-status-update-frequency", "1s"],
+             "--address", "127.0.0.1", "--port", str(free_port()), "--node-status-update-frequency", "1s", *DISK_NEUTRAL],
             env=env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     rest = new_client(server_url)
     try:

@@ -293,6 +293,48 @@ async def test_the_cli_runs_a_node_and_stops_on_sigterm(server_url: str, tmp_pat
         await rest.close()
 
 
+async def test_the_cli_takes_eviction_thresholds_and_says_when_one_is_crossed(server_url: str, tmp_path: Path) -> None:
+    """--eviction-hard replaces upstream's defaults: a memory threshold above the node's 4Gi is
+    crossed at once, the Node reports MemoryPressure, and the kubelet says which threshold and
+    what to do."""
+    kubeconfig = write_kubeconfig(tmp_path, server_url)
+    name = f"evict-{uuid.uuid4().hex[:6]}"
+    proc = subprocess.Popen([sys.executable, "-m", "kubecore.cli.main", "kubelet", "--kubeconfig", str(kubeconfig),
+                             "--node-name", name, "--runtime", "sim", "--memory", "4Gi", "--root-dir",
+                             str(tmp_path / "root"), "--port", "0", "--eviction-hard", "memory.available<8Gi"],
+                            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    rest = new_client(server_url)
+    try:
+        async def pressure() -> Obj | None:
+            try:
+                n: Obj = await rest.get_json(f"/api/v1/nodes/{name}")
+            except NotFound:
+                return None
+            return n if condition(n, "MemoryPressure").get("status") == "True" else None
+
+        node = await eventually(pressure, "MemoryPressure on the node", timeout=60)
+        assert condition(node, "DiskPressure").get("status") == "False"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+        said = err.decode()
+        assert "memory.available is" in said and "below 8.0Gi" in said, said
+        assert "kubelet --eviction-hard" in said, said
+    finally:
+        stop(proc)
+        await rest.close()
+
+
+def test_the_cli_refuses_a_bad_eviction_threshold(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "kubecore.cli.main", "kubelet", "--kubeconfig", str(tmp_path / "k"),
+                          "--eviction-hard", "memory.available>1Gi"], env=env(), capture_output=True, timeout=60)
+    assert out.returncode == 2
+    assert b"malformed eviction threshold 'memory.available>1Gi': expected signal<quantity" in out.stderr
+    low = subprocess.run([sys.executable, "-m", "kubecore.cli.main", "kubelet", "--kubeconfig", str(tmp_path / "k"),
+                          "--image-gc-high-threshold", "50", "--image-gc-low-threshold", "60"], env=env(),
+                         capture_output=True, timeout=60)
+    assert low.returncode == 2 and b"low (60) <= high (50)" in low.stderr
+
+
 def test_the_cli_says_when_the_api_server_is_unreachable(tmp_path: Path) -> None:
     kubeconfig = write_kubeconfig(tmp_path, "http://127.0.0.1:9")
     out = subprocess.run([sys.executable, "-m", "kubecore.cli.main", "hollow-nodes", "--kubeconfig", str(kubeconfig),

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kubecore.cli.kubelet_cmd import eviction_hard, percent
 from kubecore.store import LockedError, StoreError
 
 DEFAULT_LISTEN = "127.0.0.1:6443"
@@ -42,7 +43,19 @@ def register(sub: Any) -> None:
                         "its own)")
     p.add_argument("--kubelet-port", type=int, default=10250, metavar="PORT",
                    help="the containerd node's kubelet server port (logs, exec, port-forward; default 10250)")
+    p.add_argument("--eviction-hard", type=_checked_eviction_hard, default=UP_EVICTION_HARD, metavar="SIGNAL<THRESHOLD,...",
+                   help=f"the containerd node's hard eviction thresholds (kubelet --eviction-hard; default "
+                        f"{UP_EVICTION_HARD}: the node shares this machine's disk, so, as kind's nodes, it "
+                        "evicts for memory only)")
+    p.add_argument("--image-gc-high-threshold", type=percent, default=UP_IMAGE_GC_HIGH, metavar="PERCENT",
+                   help=f"the containerd node's image GC threshold (kubelet --image-gc-high-threshold; default "
+                        f"{UP_IMAGE_GC_HIGH}: off, as kind's)")
     p.set_defaults(run=lambda a: _run(a, kubeconfig=True))
+
+
+def _checked_eviction_hard(text: str) -> str:
+    eviction_hard(text)  # the kubelet's check, made before anything starts
+    return text
 
 
 def _node_count(text: str) -> int:
@@ -122,12 +135,19 @@ def up_children(args: argparse.Namespace, *, kubeconfig: Path) -> list[Any]:
         children.append(ChildSpec("the kubelet", [
             *base, "kubelet", "--kubeconfig", str(kubeconfig), "--runtime", "containerd",
             "--root-dir", str((args.data_dir / "kubelet").absolute()), "--pod-cidr", args.pod_cidr or UP_POD_CIDR,
-            "--port", str(args.kubelet_port)]))
+            "--port", str(args.kubelet_port), "--eviction-hard", args.eviction_hard,
+            "--image-gc-high-threshold", str(args.image_gc_high_threshold)]))
     elif runtime == "sim":
         children.append(ChildSpec("the hollow nodes", [
             *base, "hollow-nodes", "--kubeconfig", str(kubeconfig), "--count", str(args.nodes)]))
     return children
 
+
+UP_EVICTION_HARD = "memory.available<100Mi"
+"""`up`'s node evicts for memory only: its disk is this machine's, shared with everything else on it,
+and a laptop or CI runner with 85% of it used would otherwise taint its only node DiskPressure
+(kind disables disk eviction and image GC on its nodes for the same reason)."""
+UP_IMAGE_GC_HIGH = 100
 
 UP_POD_CIDR = "10.244.0.0/24"
 """The pod CIDR of `up`'s containerd node (kubecore has no node IPAM controller to assign one)."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import signal
 import socket
@@ -71,6 +72,25 @@ def _taints(text: str) -> list[dict[str, str]]:
     return out
 
 
+def eviction_hard(text: str) -> dict[str, str]:
+    from kubecore.kubelet.eviction import ThresholdError, parse_flag
+
+    try:
+        return parse_flag(text)
+    except ThresholdError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def percent(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= 100:
+        raise argparse.ArgumentTypeError(f"must be a whole percentage from 0 to 100, got {text!r}")
+    return n
+
+
 def _common(p: argparse.ArgumentParser, *, capacity_default: str) -> None:
     p.add_argument("--kubeconfig", type=Path, default=None, help="kubeconfig of the API server (default: $KUBECONFIG)")
     p.add_argument("--cpu", default=None, help=f"CPU capacity reported (default: {capacity_default})")
@@ -91,6 +111,8 @@ def _common(p: argparse.ArgumentParser, *, capacity_default: str) -> None:
 
 
 def register(sub: Any) -> None:
+    from kubecore.kubelet.eviction import DEFAULT_EVICTION_HARD, eviction_flag
+
     p = sub.add_parser("kubelet", help="run a node agent (kubelet) for one node")
     _common(p, capacity_default="this machine's")
     p.add_argument("--node-name", default=None, help="the Node's name (default: this machine's hostname)")
@@ -108,6 +130,13 @@ def register(sub: Any) -> None:
                    help="every pod is synced at least this often (default 1m)")
     p.add_argument("--record-events", action=argparse.BooleanOptionalAction, default=True,
                    help="write Events (default: on)")
+    p.add_argument("--eviction-hard", type=eviction_hard, default=None, metavar="SIGNAL<THRESHOLD,...",
+                   help=f"hard eviction thresholds (default {eviction_flag(DEFAULT_EVICTION_HARD).replace('%', '%%')}); as upstream's, "
+                        "a signal left out has none, \"\" turns eviction off")
+    p.add_argument("--image-gc-high-threshold", type=percent, default=85, metavar="PERCENT",
+                   help="image fs usage that starts image garbage collection (default 85; 100: never)")
+    p.add_argument("--image-gc-low-threshold", type=percent, default=80, metavar="PERCENT",
+                   help="image fs usage image garbage collection frees down to (default 80)")
     p.set_defaults(run=_run_kubelet)
 
     h = sub.add_parser("hollow-nodes", help="run N simulated (hollow) nodes in one process, like kubemark")
@@ -154,7 +183,7 @@ def _client(args: argparse.Namespace, *, qps: float, burst: int) -> Any:
 
 def _run_kubelet(args: argparse.Namespace) -> int:
     from kubecore.client.config import ConfigError
-    from kubecore.kubelet.config import KubeletConfig, default_node_ip, machine_capacity
+    from kubecore.kubelet.config import DEFAULT_RESOURCE_POLICY, KubeletConfig, default_node_ip, machine_capacity
 
     _configure_logging(args.verbose)
     machine = machine_capacity()
@@ -167,7 +196,11 @@ def _run_kubelet(args: argparse.Namespace) -> int:
             pod_cidr=args.pod_cidr, node_status_update_frequency=args.node_status_update_frequency,
             node_status_report_frequency=args.node_status_report_frequency,
             node_lease_duration=args.node_lease_duration_seconds, resync_interval=args.sync_frequency,
-            record_events=args.record_events, kubelet_port=args.port)
+            record_events=args.record_events, kubelet_port=args.port,
+            resource_policy=dataclasses.replace(
+                DEFAULT_RESOURCE_POLICY, image_gc_high_threshold_percent=args.image_gc_high_threshold,
+                image_gc_low_threshold_percent=args.image_gc_low_threshold,
+                **({} if args.eviction_hard is None else {"eviction_hard": args.eviction_hard})))
         config.root_dir = str((args.root_dir or default_root_dir(config.node_name)).absolute())
         rest = _client(args, qps=50.0, burst=100)
     except (ConfigError, ValueError) as e:

@@ -130,6 +130,26 @@ def parse_thresholds(spec: Mapping[str, str]) -> list[Threshold]:
     return sorted(out, key=lambda t: SIGNALS.index(t.signal))
 
 
+def parse_flag(text: str) -> dict[str, str]:
+    """The kubelet's --eviction-hard: "memory.available<100Mi,nodefs.available<10%" -> signal ->
+    threshold, each signal checked. As upstream, the flag replaces the defaults: a signal it does
+    not name has no threshold (so "" turns hard eviction off)."""
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        signal, sep, value = part.partition("<")
+        if not sep or not signal.strip() or not value.strip():
+            raise ThresholdError(f"malformed eviction threshold {part!r}: expected signal<quantity, "
+                                 "e.g. memory.available<100Mi or nodefs.available<10%")
+        out[signal.strip()] = value.strip()
+    parse_thresholds(out)
+    return out
+
+
+def eviction_flag(spec: Mapping[str, str]) -> str:
+    """The --eviction-hard text of a threshold map (`parse_flag`'s inverse)."""
+    return ",".join(f"{signal}<{value}" for signal, value in spec.items())
+
+
 # -- observations ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -169,6 +189,30 @@ def thresholds_met(thresholds: list[Threshold], observations: dict[str, Observat
         if obs is not None and obs.available * quantity.NANO < t.value(obs.capacity).nanos:
             met.append(t)
     return met
+
+
+def describe(met: list[Threshold], observations: dict[str, Observation]) -> str:
+    """What crossed which threshold, for the log: "imagefs.available is 14.2% (35.8Gi of 252.0Gi),
+    below 15% (37.8Gi)"; several joined by "; "."""
+    parts = []
+    for t in met:
+        obs = observations.get(t.signal)
+        if obs is None:
+            continue
+        unit = _count if SIGNAL_RESOURCE[t.signal] == INODES else _gib
+        share = f"{obs.available * 100 / obs.capacity:.1f}% " if obs.capacity else ""
+        limit = unit(t.value(obs.capacity).nanos // quantity.NANO)
+        wanted = f"{t.percentage * 100:.6g}% ({limit})" if t.amount is None else limit
+        parts.append(f"{t.signal} is {share}({unit(obs.available)} of {unit(obs.capacity)}), below {wanted}")
+    return "; ".join(parts)
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f}Gi" if n >= 2**30 else f"{n / 2**20:.1f}Mi"
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
 
 
 def by_eviction_priority(thresholds: list[Threshold]) -> list[Threshold]:

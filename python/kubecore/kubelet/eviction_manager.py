@@ -78,7 +78,7 @@ class EvictionManager:
     def admit(self, pod: Obj) -> AdmitResult:
         return eviction.admit(pod, self.conditions)
 
-    def _update_conditions(self, met: list[Threshold]) -> None:
+    def _update_conditions(self, met: list[Threshold], observations: dict[str, Observation]) -> None:
         now = self.clock.now()
         for c in eviction.node_conditions(met):
             self.last_observed[c] = now
@@ -86,6 +86,13 @@ class EvictionManager:
                  if c in self.last_observed and now - self.last_observed[c] < self.transition_period]
         if fresh != self.conditions:
             log.info("eviction manager: node conditions %s -> %s", self.conditions, fresh)
+            raised = [c for c in fresh if c not in self.conditions]
+            if raised and met:
+                what = " and ".join(sorted({"memory" if t.signal == eviction.MEMORY_AVAILABLE else "disk space"
+                                            for t in met}))
+                log.warning("eviction manager: %s: the node reports %s, so pods may be evicted and new ones go "
+                            "elsewhere; free %s on the node, or change the thresholds (kubelet --eviction-hard)",
+                            eviction.describe(met, observations), " and ".join(raised), what)
             self.conditions = fresh
             if self.on_conditions_changed is not None:
                 self.on_conditions_changed()
@@ -98,7 +105,7 @@ class EvictionManager:
     async def synchronize(self) -> list[Obj]:
         """One pass; returns the pods evicted (at most one for a threshold)."""
         summary, observations, met = await self._observe()
-        self._update_conditions(met)
+        self._update_conditions(met, observations)
         if self.local_storage:
             evicted = self._local_storage_eviction(summary)
             if evicted:

@@ -347,3 +347,27 @@ def test_resource_policy_is_checked_when_made_and_shared_by_default() -> None:
     a, b = KubeletConfig(node_name="a"), KubeletConfig(node_name="b")
     assert a.resource_policy is b.resource_policy and a.manage_resources
     assert dict(a.resource_policy.eviction_hard) == eviction.DEFAULT_EVICTION_HARD
+
+
+def test_the_eviction_hard_flag_replaces_the_defaults_and_reads_back() -> None:
+    spec = eviction.parse_flag(" memory.available<100Mi, nodefs.available<10% ,")
+    assert spec == {"memory.available": "100Mi", "nodefs.available": "10%"}
+    assert eviction.eviction_flag(spec) == "memory.available<100Mi,nodefs.available<10%"
+    assert eviction.parse_flag("") == {}  # hard eviction off, as upstream's --eviction-hard=""
+    assert eviction.parse_flag(eviction.eviction_flag(eviction.DEFAULT_EVICTION_HARD)) == eviction.DEFAULT_EVICTION_HARD
+    for bad, says in (("memory.available=1Gi", "malformed"), ("<1Gi", "malformed"), ("memory.available<", "malformed"),
+                      ("swap.available<1Gi", "unsupported eviction signal 'swap.available'"),
+                      ("nodefs.available<-1%", "must be >= 0%")):
+        with pytest.raises(eviction.ThresholdError, match=says):
+            eviction.parse_flag(bad)
+
+
+def test_a_crossed_threshold_is_described_with_figures() -> None:
+    met = eviction.parse_thresholds({"imagefs.available": "15%", "nodefs.inodesFree": "5%", "memory.available": "1Gi"})
+    seen = {"imagefs.available": eviction.Observation(36 * 2**30, 250 * 2**30),
+            "nodefs.inodesFree": eviction.Observation(1_000, 100_000),
+            "memory.available": eviction.Observation(512 * 2**20, 8 * 2**30)}
+    assert eviction.describe(met, seen).split("; ") == [
+        "memory.available is 6.2% (512.0Mi of 8.0Gi), below 1.0Gi",
+        "nodefs.inodesFree is 1.0% (1,000 of 100,000), below 5% (5,000)",
+        "imagefs.available is 14.4% (36.0Gi of 250.0Gi), below 15% (37.5Gi)"]
