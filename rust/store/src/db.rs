@@ -1,10 +1,12 @@
 //! The durable store: the MVCC engine as the state machine of a Raft group.
 //!
 //! Writes are encoded commands proposed to the Raft log; the Raft thread persists them (WAL, one
-//! fsync per batch), applies them here under the write lock, dispatches the resulting events to
-//! synced watchers while still holding that lock, and completes each proposal's callback. Reads
-//! take the read lock and never touch the log: a write's callback runs only after it is applied,
-//! so a caller always reads its own acknowledged writes.
+//! fsync per batch), applies them here one entry at a time under the write lock (a reader waits
+//! for one entry, not for a batch), then dispatches the batch's events to synced watchers without
+//! the lock and completes each proposal's callback. Reads take the read lock and never touch the
+//! log: a write's callback runs only after it is applied and its events are dispatched, so a
+//! caller always reads its own acknowledged writes. A watcher that catches up from history while
+//! a dispatch is pending skips the revisions it already read (`watch::Watcher`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -59,13 +61,15 @@ impl StateMachine for Machine {
 
     fn apply(&mut self, entries: &[(u64, &[u8])]) -> Vec<Self::Output> {
         let now = Instant::now();
-        let mut mvcc = self.shared.mvcc.write().unwrap();
-        let listening = self.shared.hub.has_synced();
         let mut events: Vec<Event> = Vec::new();
         let out = entries
             .iter()
             .map(|(_, data)| {
+                // Decoded without the lock; each entry is applied under a write lock of its own,
+                // so that a reader waits for one entry, never for a whole batch.
                 let cmd = Command::decode(data)?;
+                let mut mvcc = self.shared.mvcc.write().unwrap();
+                let listening = self.shared.hub.has_synced();
                 mvcc.apply(&cmd, now, listening.then_some(&mut events))
             })
             .collect();
@@ -73,7 +77,6 @@ impl StateMachine for Machine {
             let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
             self.shared.hub.dispatch(&events);
         }
-        drop(mvcc);
         out
     }
 

@@ -55,13 +55,15 @@ enum Mode {
 struct State {
     buf: VecDeque<Arc<Event>>,
     mode: Mode,
+    /// Events below this revision are never offered: the start revision, then, after a catch-up,
+    /// the first revision history did not deliver (the dispatch of a batch the catch-up already
+    /// read may still be on its way: the store dispatches after releasing its lock).
+    from: i64,
 }
 
 pub struct Watcher {
     pub id: u64,
     pub range: KeyRange,
-    /// Events below this revision are not delivered (a start revision in the future).
-    min_rev: i64,
     capacity: usize,
     state: Mutex<State>,
     ready: Condvar,
@@ -81,7 +83,8 @@ impl Hub {
         !self.synced.lock().unwrap().is_empty()
     }
 
-    /// Offers a batch of applied events to every synced watcher. Call with the store write lock held.
+    /// Offers a batch of applied events, in revision order, to every synced watcher (the store's
+    /// applier calls it after releasing its lock; batches never overlap).
     pub fn dispatch(&self, events: &[Arc<Event>]) {
         self.synced.lock().unwrap().retain(|w| w.offer(events));
     }
@@ -118,9 +121,8 @@ impl Watcher {
         Self {
             id,
             range,
-            min_rev: start_rev,
             capacity: capacity.max(1),
-            state: Mutex::new(State { buf: VecDeque::new(), mode }),
+            state: Mutex::new(State { buf: VecDeque::new(), mode, from: start_rev }),
             ready: Condvar::new(),
             notify,
         }
@@ -139,7 +141,7 @@ impl Watcher {
         let was_empty = st.buf.is_empty();
         for ev in events {
             let rev = ev.kv.mod_revision;
-            if rev < self.min_rev || !self.range.contains(&ev.kv.key) {
+            if rev < st.from || !self.range.contains(&ev.kv.key) {
                 continue;
             }
             if st.buf.len() >= self.capacity {
@@ -233,11 +235,47 @@ impl Watcher {
         }
         if next > mvcc.revision() {
             st.mode = Mode::Synced;
+            st.from = next;
             drop(st);
             hub.add_synced(self.clone());
         } else {
             st.mode = Mode::Unsynced { next_rev: next };
         }
         Ok(out.into_iter().map(Arc::new).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mvcc::Mvcc;
+    use crate::request::{Command, PutRequest, RequestOp, TxnRequest};
+    use std::time::Instant;
+
+    fn put(mvcc: &mut Mvcc, key: &[u8], events: &mut Vec<Event>) {
+        let op = RequestOp::Put(PutRequest { key: key.to_vec(), value: b"v".to_vec(), lease: 0, prev_kv: false });
+        mvcc.apply(&Command::Txn(TxnRequest::single(op)), Instant::now(), Some(events)).unwrap();
+    }
+
+    #[test]
+    fn a_dispatch_of_revisions_a_catch_up_already_read_is_not_delivered_twice() {
+        // The store dispatches a batch after releasing its lock: a watcher can read the batch's
+        // revisions from history, join the synced group, and only then be offered them.
+        let store = RwLock::new(Mvcc::new());
+        let hub = Hub::default();
+        let mut early = Vec::new();
+        put(&mut store.write().unwrap(), b"a", &mut early);
+        let w = Arc::new(Watcher::new(1, KeyRange::new(b"a".to_vec(), Some(b"z".to_vec())), 2, 2, 16, None));
+        let mut batch = Vec::new();
+        put(&mut store.write().unwrap(), b"b", &mut batch); // applied, its dispatch still pending
+        let caught = w.poll(&store, &hub, 10, Duration::ZERO).unwrap();
+        assert_eq!(caught.iter().map(|e| e.kv.mod_revision).collect::<Vec<_>>(), vec![2, 3]);
+        assert!(w.is_synced());
+        hub.dispatch(&batch.into_iter().map(Arc::new).collect::<Vec<_>>());
+        assert!(w.poll(&store, &hub, 10, Duration::ZERO).unwrap().is_empty(), "revision 3 delivered twice");
+        let mut next = Vec::new();
+        put(&mut store.write().unwrap(), b"c", &mut next);
+        hub.dispatch(&next.into_iter().map(Arc::new).collect::<Vec<_>>());
+        assert_eq!(w.poll(&store, &hub, 10, Duration::ZERO).unwrap()[0].kv.mod_revision, 4);
     }
 }
