@@ -43,7 +43,8 @@ def register(sub: Any) -> None:
                         "its own)")
     p.add_argument("--kubelet-port", type=int, default=10250, metavar="PORT",
                    help="the containerd node's kubelet server port (logs, exec, port-forward; default 10250)")
-    p.add_argument("--eviction-hard", type=_checked_eviction_hard, default=UP_EVICTION_HARD, metavar="SIGNAL<THRESHOLD,...",
+    p.add_argument("--eviction-hard", type=_checked_eviction_hard, default=UP_EVICTION_HARD,
+                   metavar="SIGNAL<THRESHOLD,...",
                    help=f"the containerd node's hard eviction thresholds (kubelet --eviction-hard; default "
                         f"{UP_EVICTION_HARD}: the node shares this machine's disk, so, as kind's nodes, it "
                         "evicts for memory only)")

@@ -10,7 +10,9 @@ Flags follow the kubelet's names where it has them: --node-ip, --pod-cidr, --nod
 (k=v,...), --register-with-taints (key=value:Effect,...), --node-status-update-frequency,
 --node-status-report-frequency, --node-lease-duration-seconds, --sync-frequency, --kube-api-qps,
 --kube-api-burst, --root-dir (pod volumes under <root-dir>/pods/<uid>/volumes; default
-/var/lib/kubecore/kubelet/<node> as root, else ~/.local/state/kubecore/kubelet/<node>).
+/var/lib/kubecore/kubelet/<node> as root, else ~/.local/state/kubecore/kubelet/<node>),
+--eviction-hard (signal<threshold,...; given, it replaces upstream's defaults), and
+--image-gc-high-threshold / --image-gc-low-threshold (percent; 100 turns image GC off).
 
 Runtimes: `sim` (simulated containers; see kubecore.kubelet.sim.behaviour for the annotations that
 steer them) and `containerd` (this machine's containers, as root: a private containerd under
@@ -130,9 +132,10 @@ def register(sub: Any) -> None:
                    help="every pod is synced at least this often (default 1m)")
     p.add_argument("--record-events", action=argparse.BooleanOptionalAction, default=True,
                    help="write Events (default: on)")
+    defaults = eviction_flag(DEFAULT_EVICTION_HARD).replace("%", "%%")
     p.add_argument("--eviction-hard", type=eviction_hard, default=None, metavar="SIGNAL<THRESHOLD,...",
-                   help=f"hard eviction thresholds (default {eviction_flag(DEFAULT_EVICTION_HARD).replace('%', '%%')}); as upstream's, "
-                        "a signal left out has none, \"\" turns eviction off")
+                   help=f"hard eviction thresholds (default {defaults}); as upstream's, a signal left out has "
+                        "none, \"\" turns eviction off")
     p.add_argument("--image-gc-high-threshold", type=percent, default=85, metavar="PERCENT",
                    help="image fs usage that starts image garbage collection (default 85; 100: never)")
     p.add_argument("--image-gc-low-threshold", type=percent, default=80, metavar="PERCENT",
