@@ -2,10 +2,11 @@
 PriorityClasses, the namespace's LimitRanges), decoded once and reused until the store says they
 changed.
 
-The checks cost a key-only read, never a decode:
+The checks read the store's key index only (no value is copied, no Python object made per key):
 
-- one object: its key's ``mod_revision`` (any write to the key changes it; a delete removes it);
-- a set of objects under a prefix: ``(count, max mod_revision)`` of a keys-only range. A write
+- one object: its key's ``mod_revision`` (`Store.mod_revision`; any write to the key changes it,
+  a delete removes it);
+- a set of objects under a prefix: ``(count, max mod_revision)`` (`Store.signature`). A write
   that keeps the count must create or put a key, which raises the maximum; a delete lowers the
   count. So equal signatures mean the same objects at the same versions.
 
@@ -33,13 +34,18 @@ class Lookups:
     def get(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         """The object, or None when it does not exist (read-only)."""
         key = rt.key(namespace or None, name)
-        kv = self.objects.store.get(key)
-        if kv is None:
+        store = self.objects.store
+        rev = store.mod_revision(key)
+        if rev is None:
             self._one.pop(key, None)
             return None
         hit = self._one.get(key)
-        if hit is not None and hit[0] == kv.mod_revision:
+        if hit is not None and hit[0] == rev:
             return hit[1]
+        kv = store.get(key)  # may be newer than `rev`: cached by its own revision
+        if kv is None:
+            self._one.pop(key, None)
+            return None
         obj = decode(kv.value, kv.mod_revision)
         if len(self._one) >= MAX_ENTRIES:
             self._one.clear()
@@ -50,15 +56,14 @@ class Lookups:
         """Every object of `rt` in `namespace` (all namespaces for ""), in key order (read-only)."""
         prefix = self.objects.prefix(rt, namespace)
         end = prefix_end(prefix)
-        keys = self.objects.store.range(prefix, end, keys_only=True)
-        if not keys.count:
+        signature = self.objects.store.signature(prefix, end)
+        if not signature[0]:
             self._many.pop(prefix, None)
             return []
-        signature = (keys.count, max(kv.mod_revision for kv in keys.kvs))
         hit = self._many.get(prefix)
         if hit is not None and hit[0] == signature:
             return hit[1]
-        found = self.objects.store.range(prefix, end)  # may be newer than `keys`: cached by its own signature
+        found = self.objects.store.range(prefix, end)  # may be newer than `signature`: cached by its own
         objs = [decode(kv.value, kv.mod_revision) for kv in found.kvs]
         if len(self._many) >= MAX_ENTRIES:
             self._many.clear()

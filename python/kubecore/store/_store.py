@@ -114,6 +114,15 @@ class Store:
     def get(self, key: bytes, *, revision: int = 0) -> KeyValue | None:
         return self._native.get(key, revision=revision)
 
+    def mod_revision(self, key: bytes) -> int | None:
+        """The key's current ``mod_revision``, None when it does not exist; nothing else is read."""
+        return self._native.mod_revision(key)
+
+    def signature(self, start: bytes, end: bytes | None = None) -> tuple[int, int]:
+        """``(count, highest mod_revision)`` of the keys in ``[start, end)``, from the index alone:
+        two equal signatures of one range mean the same keys at the same versions."""
+        return self._native.signature(start, end)
+
     def range(
         self,
         start: bytes,

@@ -116,6 +116,19 @@ impl NativeStore {
         kv.map(|kv| kv_obj(py, &kv)).transpose()
     }
 
+    /// The key's current mod_revision, None when it does not exist (nothing else is copied).
+    fn mod_revision(&self, key: &Bound<'_, PyBytes>) -> PyResult<Option<i64>> {
+        self.db.mod_revision(key.as_bytes()).map_err(to_py)
+    }
+
+    /// (count, highest mod_revision) of the live keys in [start, end): equal signatures mean
+    /// the same keys at the same versions.
+    #[pyo3(signature = (start, end=None))]
+    fn signature(&self, start: &Bound<'_, PyBytes>, end: Option<&Bound<'_, PyBytes>>) -> PyResult<(i64, i64)> {
+        let range = KeyRange::new(key_arg(start)?, end.map(|e| e.as_bytes().to_vec()));
+        self.db.signature(&range).map_err(to_py)
+    }
+
     #[pyo3(signature = (start, end=None, *, revision=0, limit=0, keys_only=false, count_only=false))]
     fn range(
         &self,

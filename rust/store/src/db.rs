@@ -204,6 +204,18 @@ impl Db {
         self.shared.mvcc.read().unwrap().get(key, revision)
     }
 
+    /// See `Mvcc::mod_revision`.
+    pub fn mod_revision(&self, key: &[u8]) -> Result<Option<i64>> {
+        self.check_open()?;
+        Ok(self.shared.mvcc.read().unwrap().mod_revision(key))
+    }
+
+    /// See `Mvcc::signature`.
+    pub fn signature(&self, range: &KeyRange) -> Result<(i64, i64)> {
+        self.check_open()?;
+        Ok(self.shared.mvcc.read().unwrap().signature(range))
+    }
+
     /// A transaction: served locally when it cannot write, through the log otherwise.
     pub fn txn(&self, t: TxnRequest) -> Result<TxnResult> {
         if t.is_read_only() {

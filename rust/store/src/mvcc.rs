@@ -111,6 +111,26 @@ impl Mvcc {
         Ok(self.index.get_key_value(key).and_then(|(k, h)| h.at(at).map(|v| v.to_kv(k))))
     }
 
+    /// The current `mod_revision` of `key`, None when it does not exist: a key-only read.
+    pub fn mod_revision(&self, key: &[u8]) -> Option<i64> {
+        self.index.get(key).and_then(|h| h.at(self.rev)).map(|v| v.mod_rev)
+    }
+
+    /// `(count, highest mod_revision)` of the live keys in `range`, read from the index alone.
+    /// Two equal signatures of one range mean the same keys at the same versions: a write that
+    /// keeps the count creates or puts a key, which raises the highest revision; a delete lowers
+    /// the count.
+    pub fn signature(&self, range: &KeyRange) -> (i64, i64) {
+        let (mut count, mut top) = (0, 0);
+        for (_, history) in self.scan(range) {
+            if let Some(v) = history.at(self.rev) {
+                count += 1;
+                top = top.max(v.mod_rev);
+            }
+        }
+        (count, top)
+    }
+
     /// A transaction without writes, evaluated against the current state.
     pub fn read_txn(&self, t: &TxnRequest) -> Result<TxnResult> {
         let succeeded = t.compare.iter().all(|c| self.compare(c));

@@ -388,3 +388,24 @@ def test_stats_reports_revision_and_live_keys(store: Store) -> None:
     assert st["revision"] == rv(5)
     assert st["keys"] == 3
     assert st["compact_revision"] <= 0  # nothing compacted yet
+
+
+def test_mod_revision_and_signature_read_the_index_as_range_would(store: Store) -> None:
+    worked_example(store)  # a: rv(5), b: rv(3); a was deleted at rv(4) and re-created
+    assert store.mod_revision(b"a") == rv(5)
+    assert store.mod_revision(b"b") == rv(3)
+    assert store.mod_revision(b"missing") is None
+    store.delete(b"b")
+    assert store.mod_revision(b"b") is None  # a tombstone is no key
+    assert store.signature(b"a", b"z") == (1, rv(5))
+    store.put(b"c", b"1")
+    store.put(b"d", b"1")
+    whole = store.range(b"a", b"z", keys_only=True)
+    assert store.signature(b"a", b"z") == (whole.count, max(kv.mod_revision for kv in whole.kvs)) == (3, rv(8))
+    store.put(b"c", b"2")  # same count, a newer version
+    assert store.signature(b"a", b"z") == (3, rv(9))
+    store.delete(b"d")  # one fewer
+    assert store.signature(b"a", b"z") == (2, rv(9))
+    assert store.signature(b"x", b"z") == (0, 0)
+    assert store.signature(b"c") == (1, rv(9))  # no end: the single key
+    assert store.signature(b"a", prefix_end(b"a")) == (1, rv(5))
