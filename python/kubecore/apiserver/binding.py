@@ -37,6 +37,8 @@ _meta = msgspec.json.Decoder(_Meta).decode
 _spec = msgspec.json.Decoder(_Spec).decode
 _object = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.encode
+_DELETION = b'"deletionTimestamp":'
+_NODE_NAME = b'"nodeName":'
 
 
 async def bind(objects: ObjectStore, pods: ResourceType, namespace: str, pod_name: str, binding: Obj) -> None:
@@ -77,14 +79,18 @@ def _bound_bytes(pods: ResourceType, pod_name: str, stored: bytes, node: str) ->
     meta, spec = fields.get("metadata"), fields.get("spec")
     if meta is None or spec is None or next(iter(fields)) != "metadata":
         return None
+    body = bytes(spec)
     try:
-        m, s = _meta(meta), _spec(spec)
+        # A key is `"name":` in the bytes only where it is a key (inside a string the quotes are
+        # escaped): without one, the field is absent and nothing needs decoding. With one (here
+        # or nested deeper), the struct decode says what it holds.
+        deletion = _meta(meta).deletionTimestamp if _DELETION in bytes(meta) else None
+        node_name = _spec(spec).nodeName if _NODE_NAME in body else None
         status = _object(fields["status"]) if "status" in fields else {}
     except msgspec.ValidationError:
         return None
-    _check_bindable(pods, pod_name, m.deletionTimestamp, s.nodeName)
-    body = bytes(spec)
-    if s.nodeName is not None or body[:1] != b"{":  # nodeName written out empty: let the general path edit it
+    _check_bindable(pods, pod_name, deletion, node_name)
+    if node_name is not None or body[:1] != b"{":  # nodeName written out empty: let the general path edit it
         return None
     fields["spec"] = msgspec.Raw(b'{"nodeName":' + _encode(node) + (b"" if body == b"{}" else b",") + body[1:])
     fields["status"] = msgspec.Raw(_encode(_scheduled(status)))

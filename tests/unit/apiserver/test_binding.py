@@ -127,3 +127,25 @@ def test_bound_and_deleting_pods_are_conflicts(objects: ObjectStore) -> None:
     with pytest.raises(StatusError) as missing:
         bind(objects, "nope")
     assert missing.value.code == 404
+
+
+@pytest.mark.parametrize("where", ["annotation key", "annotation value", "label value", "nested spec key"])
+def test_field_names_elsewhere_in_the_pod_never_make_a_conflict(objects: ObjectStore, where: str) -> None:
+    """The byte path looks for `"deletionTimestamp":` and `"nodeName":` before decoding anything:
+    the same names nested deeper, or inside strings, must not be taken for the fields."""
+    obj = pod("p")
+    if where == "annotation key":
+        obj["metadata"]["annotations"] = {"deletionTimestamp": "2026-12-03T10:00:00Z", "nodeName": "x"}
+    elif where == "annotation value":
+        obj["metadata"]["annotations"] = {"note": '{"deletionTimestamp":"2026-12-03T10:00:00Z"}'}
+    elif where == "label value":
+        obj["metadata"]["labels"] = {"a": '"nodeName":'}
+    else:
+        obj["spec"]["containers"][0]["env"] = [{"name": "nodeName", "value": '"nodeName":"n"'}]
+        obj["spec"]["extra"] = {"nodeName": "n"}  # an unknown nested key with the name
+    stored(objects, obj)
+    bind(objects, "p", "node-3")
+    got = read(objects, "p")
+    assert got["spec"]["nodeName"] == "node-3"
+    assert "deletionTimestamp" not in got["metadata"]
+    assert [c["type"] + c["status"] for c in got["status"]["conditions"]] == ["PodScheduledTrue"]
