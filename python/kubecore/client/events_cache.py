@@ -40,9 +40,20 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
+_last_stamp: tuple[int, str] = (-1, "")
+"""The last (second, text) `rfc3339` made: events come in bursts within one second."""
+
+
 def rfc3339(t: float) -> str:
     """metav1.Time text for epoch seconds `t` (whole seconds): "2006-01-02T15:04:05Z"."""
-    return datetime.fromtimestamp(int(t), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_stamp
+    second = int(t)
+    last = _last_stamp
+    if last[0] == second:
+        return last[1]
+    text = datetime.fromtimestamp(second, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_stamp = (second, text)
+    return text
 
 
 class LRU(Generic[K, V]):

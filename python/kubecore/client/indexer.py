@@ -136,6 +136,11 @@ class Replacement:
         obj, raw = self._indexer.prepare(obj, raw)
         return self._add_prepared(obj, raw)
 
+    def add_prepared(self, obj: dict[str, Any], raw: bytes | None) -> str:
+        """Add one object that already went through `Indexer.prepare`/`prepare_raw` (or the
+        indexer's `raw_decoder`), with its JSON bytes if valid; returns its key."""
+        return self._add_prepared(obj, raw)
+
     def add_raw(self, raw: bytes, *, probed: MetaProbe | None = None) -> str:
         """Add one object given as JSON bytes (decoded here: `Indexer.prepare_raw`); its key."""
         obj, prepared = self._indexer.prepare_raw(raw, probed=probed)
@@ -273,6 +278,19 @@ class Indexer:
         if not isinstance(obj, dict):
             raise NotAnObject("JSON that is not an object where an object was expected")
         return obj, prepared
+
+    def raw_decoder(self) -> Callable[[bytes], tuple[Any, bytes]] | None:
+        """The bytes-level transform as a decoder of JSON bytes, when the transform has one
+        (`RAW_TRANSFORMS`): what `prepare_raw` does, short of refusing a value that is not an
+        object. A watch can run it as it parses each event (`WatchStream.decoder`)."""
+        rt = self._raw_transform
+        if rt is None:
+            return None
+
+        def decode(raw: bytes) -> tuple[Any, bytes]:
+            return rt(raw, None)
+
+        return decode
 
     def put(self, obj: dict[str, Any], *, raw: bytes | None = None) -> bytes | None:
         """Add or update `obj` (raw: its JSON bytes, saves an encode). Returns the previous entry."""

@@ -27,6 +27,9 @@ One round (`list_and_watch`), in order:
 
 Between rounds the reflector sleeps on its `BackoffManager` (800 ms doubling to 30 s, jitter 1.0,
 reset after 2 quiet minutes), on the injected clock. `run()` loops until cancelled.
+
+`decoder` (set by the informer when its cache's transform works on bytes) is handed to every plain
+`WatchStream` it opens, so each event's object is decoded once, as it is parsed (`ev.prepared`).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.flowcontrol import BackoffManager
 from kubecore.client.indexer import Indexer, Replacement
 from kubecore.client.resource import ListPage, Selectors
-from kubecore.client.watch import BOOKMARK, DELETED, ERROR, WatchEvent, WatchStream
+from kubecore.client.watch import BOOKMARK, DELETED, ERROR, Decoder, WatchEvent, WatchStream
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +133,10 @@ class Reflector:
         self.watches = 0
         """Watch streams consumed (including the one a streaming list continues into)."""
         self.synced = asyncio.Event()
+        self.decoder: Decoder | None = None
+        """The sink's decode of an object's bytes, run as each event is parsed (`WatchStream.decoder`;
+        the informer sets its cache's). Streams of WatchStream subclasses, which rewrite their
+        events, are left without it."""
 
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -181,6 +188,7 @@ class Reflector:
             namespace=self.namespace, selectors=self.selectors, resource_version=self._rewatch_rv(),
             allow_bookmarks=True, send_initial_events=True, resource_version_match=NOT_OLDER_THAN,
             timeout_seconds=self._watch_timeout())
+        self._with_decoder(stream)
         self._stalled = False
         self._progress = self._clock.now()
         watchdog = asyncio.ensure_future(self._initial_events_watchdog(stream))
@@ -199,6 +207,8 @@ class Reflector:
                         return stream
                 elif ev.type == DELETED:
                     replacement.remove(self._key_of(ev))
+                elif ev.prepared is not None:
+                    replacement.add_prepared(*ev.prepared)
                 elif ev.is_decoded:
                     replacement.add(ev.object, raw=ev.raw)
                 else:
@@ -211,6 +221,10 @@ class Reflector:
         if self._stalled:
             self._server_ignores_watch_list = True
         raise InitialEventsIncomplete("the watch ended before the initial-events-end bookmark")
+
+    def _with_decoder(self, stream: WatchStream) -> None:
+        if self.decoder is not None and type(stream) is WatchStream:
+            stream.decoder = self.decoder
 
     async def _initial_events_watchdog(self, stream: WatchStream) -> None:
         """Close the stream when no event came for `initial_events_timeout` (one task per stream;
@@ -273,6 +287,7 @@ class Reflector:
                     log.info("%s: cannot watch yet (%s); retrying", self.name, e)
                     await self._backoff.sleep()
                     continue
+            self._with_decoder(stream)
             self.watches += 1
             started = self._clock.now()
             async with stream:
@@ -285,16 +300,18 @@ class Reflector:
     async def _handle(self, stream: WatchStream) -> int:
         """Apply a watch's events to the sink; returns how many arrived. 410 -> raise Gone."""
         seen = 0
+        on_event = self._sink.on_event
         async for ev in stream:
             seen += 1
-            if ev.type == ERROR:
+            kind = ev.type
+            if kind == ERROR:
                 err = ev.error()
                 if isinstance(err, errors.Gone):
                     log.info("%s: watch from %s expired: %s", self.name, self.last_sync_resource_version, err)
                 raise err
             rv = ev.resource_version()
-            if ev.type != BOOKMARK:
-                self._sink.on_event(ev)
+            if kind != BOOKMARK:
+                on_event(ev)
             if rv:
                 self.last_sync_resource_version = rv
         return seen

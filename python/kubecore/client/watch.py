@@ -10,7 +10,9 @@ An event is split off the byte stream at each newline (the JSON framer every Kub
 uses: one event per line); lines may arrive in any chunking and be of any size. Only the envelope
 is decoded eagerly (`type` plus the object's bytes, with one typed pass over them that reads its
 resourceVersion: `rawmeta.probe`), so a consumer that stores bytes (the informer's cache) never
-pays for a dict it does not need.
+pays for a dict it does not need. A consumer that decodes every object anyway sets the stream's
+`decoder` (the informer sets its cache's): each object is then decoded by it as its line is parsed
+(`ev.prepared`), and that decode, not a probe, is the pass that checks the object.
 
 The iterator ends when the server closes the stream (timeoutSeconds elapsed, server shutdown).
 A connection that breaks mid-stream also just ends the iteration, and `stream.broken` says so —
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Any
 
@@ -51,21 +53,30 @@ _TYPES = {t.encode(): t for t in (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)}
 _HEAD = b'{"type":"'
 _OBJECT = b'","object":'
 _SPACE = b" \t\r\n"
+_HEAD_LEN, _OBJECT_LEN = len(_HEAD), len(_OBJECT)
+_NO_META: dict[str, Any] = {}
 _OBJECT_BY = len(_HEAD) + max(map(len, _TYPES)) + len(_OBJECT)
 """Where `","object":` must have ended in a compact line (after the longest type)."""
 
 
-class WatchEvent:
-    """One event; `object` is decoded lazily from `raw`, `probe()` (rawmeta) at most once."""
+Decoder = Callable[[bytes], tuple[Any, bytes]]
+"""A consumer's decode of an event's object bytes: (what it keeps of the object, its JSON bytes);
+`msgspec.DecodeError` if the bytes are not JSON (`Indexer.raw_decoder`)."""
 
-    __slots__ = ("type", "raw", "_object", "_probe")
+
+class WatchEvent:
+    """One event; `object` is decoded lazily from `raw`, `probe()` (rawmeta) at most once.
+    `prepared` is the stream's `decoder` answer for `raw` when the stream has one."""
+
+    __slots__ = ("type", "raw", "_object", "_probe", "prepared")
 
     def __init__(self, type: str, raw: bytes, obj: dict[str, Any] | None = None, *,
-                 probed: MetaProbe | None = None) -> None:
+                 probed: MetaProbe | None = None, prepared: tuple[dict[str, Any], bytes] | None = None) -> None:
         self.type = type
         self.raw = raw
         self._object = obj
         self._probe = probed
+        self.prepared = prepared
 
     @property
     def object(self) -> dict[str, Any]:
@@ -94,6 +105,8 @@ class WatchEvent:
         """metadata.resourceVersion without decoding the whole object."""
         if self._object is not None:
             return str((self._object.get("metadata") or {}).get("resourceVersion") or "")
+        if self.prepared is not None:  # (checked to be a str or absent, as probe() would)
+            return str(self.prepared[0].get("metadata", _NO_META).get("resourceVersion", ""))
         return self.probe().metadata.resourceVersion
 
     def is_initial_events_end(self) -> bool:
@@ -113,18 +126,41 @@ class WatchEvent:
         return f"WatchEvent({self.type}, {len(self.raw)} bytes)"
 
 
-def _parse_compact(line: bytes) -> WatchEvent | None:
+def _probe_accepts(obj: Any) -> bool:
+    """Whether `probe` accepts an object that decoded to `obj` (metadata.managedFields aside):
+    a JSON object whose metadata, if present, is an object with a string resourceVersion and
+    string annotations, if present."""
+    if type(obj) is not dict:
+        return False
+    meta = obj.get("metadata", _NO_META)
+    if type(meta) is not dict:
+        return False
+    if type(meta.get("resourceVersion", "")) is not str:
+        return False
+    ann = meta.get("annotations")
+    return ann is None or (type(ann) is dict and all(type(v) is str for v in ann.values()))
+
+
+def _parse_compact(line: bytes, decoder: Decoder | None = None) -> WatchEvent | None:
     """The event of a line laid out as `{"type":"T","object":OBJ}` (how every server writes
-    them), with OBJ probed in the same pass that checks it is one JSON object; None otherwise."""
+    them), with OBJ probed in the same pass that checks it is one JSON object (or, with a
+    `decoder`, decoded by it instead: the decode is that check); None otherwise."""
     if not line.startswith(_HEAD):
         return None
-    at = line.find(_OBJECT, len(_HEAD), _OBJECT_BY)
+    at = line.find(_OBJECT, _HEAD_LEN, _OBJECT_BY)
     if at < 0 or line[-1:] != b"}":
         return None
-    kind = _TYPES.get(line[len(_HEAD):at])
-    raw = line[at + len(_OBJECT):-1]
+    kind = _TYPES.get(line[_HEAD_LEN:at])
+    raw = line[at + _OBJECT_LEN:-1]
     if kind is None or not raw or raw[-1] in _SPACE:
         return None
+    if decoder is not None:
+        try:
+            prepared = decoder(raw)
+        except msgspec.DecodeError:
+            return None
+        if _probe_accepts(prepared[0]):
+            return WatchEvent(kind, raw, prepared=prepared)
     try:
         probed = probe(raw)
     except msgspec.DecodeError:
@@ -132,10 +168,11 @@ def _parse_compact(line: bytes) -> WatchEvent | None:
     return WatchEvent(kind, raw, probed=probed)
 
 
-def parse_line(line: bytes) -> WatchEvent:
+def parse_line(line: bytes, decoder: Decoder | None = None) -> WatchEvent:
     """One event line (no trailing newline). Lines in the usual compact layout cost one typed pass
-    over the object; others go through a full envelope decode."""
-    ev = _parse_compact(line)
+    over the object (with a `decoder`: its decode instead); others go through a full envelope
+    decode."""
+    ev = _parse_compact(line, decoder)
     if ev is not None:
         return ev
     env = _envelope.decode(line)
@@ -151,6 +188,9 @@ class WatchStream:
         self.broken = False
         """True when the stream ended because the connection broke, not because the server ended it."""
         self.events = 0
+        self.decoder: Decoder | None = None
+        """Set before iterating: each object is decoded by it as its line is parsed (`prepared`),
+        instead of being probed for the consumer to decode later (the informer sets its cache's)."""
         self._iter: AsyncIterator[WatchEvent] | None = None
 
     async def __aenter__(self) -> WatchStream:
@@ -185,12 +225,12 @@ class WatchStream:
                     line, start = bytes(buf[start:nl]), nl + 1
                     if line and not line.isspace():  # (strip() would copy the line)
                         self.events += 1
-                        yield parse_line(line)
+                        yield parse_line(line, self.decoder)
                 if start:
                     del buf[:start]
             if bytes(buf).strip():  # a last event without its newline
                 self.events += 1
-                yield parse_line(bytes(buf))
+                yield parse_line(bytes(buf), self.decoder)
         except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
             if not self._closed:
                 self.broken = True

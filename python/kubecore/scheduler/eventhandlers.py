@@ -36,7 +36,7 @@ from kubecore.scheduler import events as ev
 from kubecore.scheduler.cache import CacheError
 from kubecore.scheduler.events import ActionType, ClusterEvent
 from kubecore.scheduler.namespaces import NamespaceResolver
-from kubecore.scheduler.podinfo import Obj, pod_key, pod_priority, scheduler_name
+from kubecore.scheduler.podinfo import DEFAULT_SCHEDULER_NAME, Obj, pod_key, pod_priority, scheduler_name
 from kubecore.scheduler.registry import SchedulerCore
 
 __all__ = ["PodHandlers", "node_handler", "storage_handler", "is_terminal", "assigned", "unwrap"]
@@ -44,6 +44,8 @@ __all__ = ["PodHandlers", "node_handler", "storage_handler", "is_terminal", "ass
 log = logging.getLogger(__name__)
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+_CACHE, _QUEUE = 1, 2
+"""What `PodHandlers._passes` answers: the cache filter, the queue filter (0: neither)."""
 
 
 def _same(pod: Obj) -> Obj:
@@ -90,22 +92,44 @@ class PodHandlers:
 
     # -- the informer's three calls, dispatched through both filters -------------------------------
 
+    def _passes(self, pod: Obj) -> int:
+        """Which filter `pod` passes: _CACHE, _QUEUE or 0 (both filters in one look at the pod)."""
+        status = pod.get("status")
+        if status and status.get("phase") in TERMINAL_PHASES:
+            return 0
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName"):
+            return _CACHE
+        return _QUEUE if (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) in self.names else 0
+
     def on_add(self, pod: Obj, is_in_initial_list: bool = False) -> None:
         pod = self.resolve(pod)
-        if self.for_cache(pod):
+        passes = self._passes(pod)
+        if passes == _CACHE:
             self.add_to_cache(pod)
-        elif self.for_queue(pod):
+        elif passes == _QUEUE:
             self.core.queue.add(pod, raw=self.json_of(pod) if self.json_of is not None else None)
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        old, new = self.resolve(old), self.resolve(new)
-        self._filtered(self.for_cache, old, new, add=self.add_to_cache, update=self.update_in_cache,
-                       delete=self.delete_from_cache)
-        if self.for_queue(old) and not self.for_queue(new) and self.for_cache(new):
-            self.delete_from_queue(old, in_binding=True)  # bound: not a removal (upstream inBinding)
-            return
-        self._filtered(self.for_queue, old, new, add=self.core.queue.add, update=self.update_in_queue,
-                       delete=self.delete_from_queue)
+        resolve = self.resolve
+        old, new = resolve(old), resolve(new)
+        was, now = self._passes(old), self._passes(new)
+        if was == _CACHE:
+            if now == _CACHE:
+                self.update_in_cache(old, new)
+            else:
+                self.delete_from_cache(old)
+        elif now == _CACHE:
+            self.add_to_cache(new)
+        if was == _QUEUE:
+            if now == _QUEUE:
+                self.update_in_queue(old, new)
+            elif now == _CACHE:
+                self.delete_from_queue(old, in_binding=True)  # bound: not a removal (upstream inBinding)
+            else:
+                self.delete_from_queue(old)
+        elif now == _QUEUE:
+            self.core.queue.add(new)
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         pod = unwrap(obj)

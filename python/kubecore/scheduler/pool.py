@@ -38,6 +38,8 @@ class Pool(dict[str, QueuedPodInfo]):
         return self[key]
 
     def pop(self, key: str, default: QueuedPodInfo | None = None) -> QueuedPodInfo | None:  # type: ignore[override]
+        if key not in self:  # the usual case (a new or a bound pod): the indexes only hold pool keys
+            return default
         self.on_pod_add.pop(key, None)
         self.on_topology.pop(key, None)
         return super().pop(key, default)

@@ -534,10 +534,12 @@ class SchedulingQueue:
     def _cross_topology(self, pod: Obj) -> list[QueuedPodInfo]:
         """Unschedulable pods a bound pod may help: spread-rejected ones of its namespace and
         those with a required pod-affinity term matching it."""
+        pool = self._unschedulable
+        if not pool.on_topology:  # the usual case: nothing to look at in the pod
+            return []
         ns = (pod.get("metadata") or {}).get("namespace") or "default"
         labels = (pod.get("metadata") or {}).get("labels") or {}
         out = []
-        pool = self._unschedulable
         for key in pool.on_topology:
             p = pool[key]
             if "PodTopologySpread" in p.unschedulable_plugins and p.key.split("/", 1)[0] == ns:
@@ -576,6 +578,8 @@ class SchedulingQueue:
         return min(times) if times else None
 
     def _wake(self) -> None:
+        if not self._wakeup:  # (once per added pod: nobody waits while the loop is busy)
+            return
         waiters, self._wakeup = self._wakeup, []
         for w in waiters:
             if not w.done():

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import msgspec
 import pytest
 
 from kubecore.client import informer as informer_mod
@@ -262,3 +263,73 @@ async def test_watch_events_reach_cache_and_handlers_decoded_once_after_the_cut(
     assert cached is not None and "managedFields" not in cached["metadata"]
     assert cached["metadata"]["resourceVersion"] == "6"
     assert msgspec.json.decode(inf.indexer.json_of(cached) or b"") == cached
+
+
+@pytest.mark.parametrize("transform", [strip_managed_fields, None])
+async def test_watch_events_are_decoded_as_parsed_when_the_transform_works_on_bytes(transform: Any) -> None:
+    api = FakeApi()
+    await api.put("a")
+    async with informer_on(api, clock=FakeClock()) as inf:
+        inf.set_transform(transform)
+        arrived: list[tuple[str, bool]] = []
+        deliver = inf.on_event
+
+        def spy(ev: Any) -> None:
+            arrived.append((ev.type, ev.prepared is not None))
+            deliver(ev)
+
+        inf.on_event = spy  # type: ignore[method-assign]
+        seen: list[dict[str, Any]] = []
+        inf.add_event_handler(EventHandlerFuncs(on_add_func=lambda o, _i: seen.append(o),
+                                                on_update_func=lambda _o, n: seen.append(n),
+                                                on_delete_func=lambda o: seen.append(o)))  # type: ignore[arg-type]
+        inf.start()
+        assert await inf.wait_for_sync(10)
+        assert (inf.reflector.decoder is not None) == (transform is not None)
+        watched = await api.put("b", {"k": "v"})
+        watched["metadata"]["managedFields"] = MANAGED
+        await api.put("a", {"k": "2"})
+        await api.remove("b")
+        await eventually(lambda: len(seen) == 4, what="events")
+        cached = inf.indexer.get_by_key("default/a")
+    assert arrived == [(kind, transform is not None) for kind in ("ADDED", "MODIFIED", "DELETED")]
+    assert [o["metadata"]["name"] for o in seen] == ["a", "b", "a", "b"]
+    assert cached is not None and cached["data"] == {"k": "2"}
+    if transform is not None:
+        assert all("managedFields" not in o["metadata"] for o in seen)
+
+
+async def test_handler_objects_partial_funcs_and_subclasses_all_get_their_calls() -> None:
+    from kubecore.client.watch import parse_line
+
+    class Counting(EventHandlerFuncs):
+        def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+            got.append(("subclass update", new["metadata"]["resourceVersion"]))
+
+    class Plain:
+        def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None:
+            got.append(("plain add", obj["metadata"]["resourceVersion"]))
+
+        def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+            got.append(("plain update", new["metadata"]["resourceVersion"]))
+
+        def on_delete(self, obj: Any) -> None:
+            got.append(("plain delete", obj["metadata"]["resourceVersion"]))
+
+    got: list[tuple[str, str]] = []
+    inf = SharedIndexInformer(object(), name="t")  # type: ignore[arg-type] - the reflector is not started
+    inf.add_event_handler(EventHandlerFuncs(on_delete_func=lambda o: got.append(("funcs delete", "-"))))
+    inf.add_event_handler(Counting(on_add_func=lambda o, _i: got.append(("subclass add", "-"))))
+    inf.add_event_handler(Plain())
+    for lis in inf._listeners:
+        lis.start()
+    obj = {"metadata": {"name": "a", "namespace": "default", "resourceVersion": "1"}}
+    for kind, rv in (("ADDED", "1"), ("MODIFIED", "2"), ("DELETED", "3")):
+        obj["metadata"]["resourceVersion"] = rv
+        inf.on_event(parse_line(msgspec.json.encode({"type": kind, "object": obj})))
+    await eventually(lambda: len(got) == 6, what="handler calls")
+    for lis in inf._listeners:
+        assert lis.task is not None
+        lis.task.cancel()
+    assert sorted(got) == sorted([("funcs delete", "-"), ("subclass add", "-"), ("subclass update", "2"),
+                                  ("plain add", "1"), ("plain update", "2"), ("plain delete", "3")])

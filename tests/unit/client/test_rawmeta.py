@@ -129,3 +129,77 @@ def test_any_layout_gives_the_dict_transform(before: dict[str, Any], managed: An
     obj = {"metadata": meta, "spec": spec}
     raw = json.dumps(obj, indent=2).encode() if indent else msgspec.json.encode(obj)
     check(raw)
+
+
+# -- a managedFields value validated once is compared, not passed over, in later documents ------------
+def test_a_value_seen_before_is_recognised_and_the_result_is_the_same() -> None:
+    from kubecore.client import rawmeta
+
+    raw = msgspec.json.encode(pod(where=4))
+    first = check(raw)
+    assert rawmeta._known_value(raw, raw.find(b'"managedFields":')) == len(msgspec.json.encode(MANAGED))
+    assert check(raw) == first
+    bound = msgspec.json.encode({**pod(where=4), "spec": {"nodeName": "n0"}})
+    assert rawmeta._known_value(bound, bound.find(b'"managedFields":')) > 0
+    check(bound)
+
+
+def test_a_value_seen_before_in_another_place_is_not_taken_for_the_member() -> None:
+    from kubecore.client import rawmeta
+
+    check(msgspec.json.encode(pod()))  # MANAGED is now a validated value
+    elsewhere = [pod(managed=None, spec_extra={"managedFields": MANAGED}),  # spec's, metadata has none
+                 {"metadata": {"name": "x", "labels": {"managedFields": MANAGED}}},  # one level deeper
+                 {"managedFields": MANAGED, "metadata": {"name": "x"}}]  # top level
+    for obj in elsewhere:
+        raw = msgspec.json.encode(obj)
+        assert rawmeta._known_value(raw, raw.find(b'"managedFields":')) == 0
+        got, out = check(raw)
+        assert out == raw
+    value = msgspec.json.encode(MANAGED)
+    escaped_first = b'{"metadata":{"managedFi\\u0065lds":1,"name":"x","managedFields":' + value + b'},"kind":"Pod"}'
+    assert rawmeta._known_value(escaped_first, escaped_first.find(b'"managedFields":')) > 0
+    obj, _ = check(escaped_first)  # the cut leaves the escaped one, so the whole object is decoded
+    assert obj == {"metadata": {"name": "x"}, "kind": "Pod"}
+
+
+def test_a_document_broken_after_a_value_seen_before_still_raises() -> None:
+    raw = msgspec.json.encode(pod(where=4))
+    check(raw)
+    at = raw.index(b'"apiVersion"')
+    for broken in (raw[:at] + b'"apiVersion":}', raw[:-1], raw + b"x", raw[:at] + b"," + raw[at:]):
+        with pytest.raises(msgspec.DecodeError):
+            decode_without_managed_fields(broken)
+
+
+def test_the_values_kept_are_bounded() -> None:
+    from kubecore.client import rawmeta
+
+    for i in range(rawmeta._VALIDATED_LIMIT + 40):
+        managed = [{**MANAGED[0], "time": f"2026-12-03T10:42:{i:04d}Z"}]
+        check(msgspec.json.encode(pod(managed=managed)))
+    assert len(rawmeta._validated) <= rawmeta._VALIDATED_LIMIT
+
+
+@settings(max_examples=200, deadline=None)
+@given(managed=_json, other=st.dictionaries(st.sampled_from(["managedFields", "a"]), _json, max_size=2),
+       deeper=st.booleans(), after=st.dictionaries(st.text(max_size=6), _json, max_size=2))
+def test_a_value_seen_before_gives_the_dict_transform_wherever_it_comes_back(
+        managed: Any, other: dict[str, Any], deeper: bool, after: dict[str, Any]) -> None:
+    managed = [managed, "p" * 130]  # long enough to be kept (rawmeta._FINGERPRINT)
+    check(msgspec.json.encode({"metadata": {"name": "a", "managedFields": managed}}))
+    meta: dict[str, Any] = {"name": "b", **({"labels": {"managedFields": managed}} if deeper else {}), **after}
+    check(msgspec.json.encode({"metadata": meta, "spec": {**other, "managedFields": managed}}))
+    check(msgspec.json.encode({"metadata": {"managedFields": managed, **after}, "spec": other}))
+
+
+def test_only_long_arrays_are_kept_as_validated_values() -> None:
+    from kubecore.client import rawmeta
+
+    number = "1" * 200  # a number is a prefix of a longer one: never kept
+    for managed in (int(number), "s" * 200, {"k": "v" * 200}, [1]):
+        raw = msgspec.json.encode({"metadata": {"name": "x", "managedFields": managed}})
+        check(raw)
+        assert not any(v.startswith(msgspec.json.encode(managed)[:20]) for vs in rawmeta._validated.values() for v in vs)
+    longer = b'{"metadata":{"name":"x","managedFields":' + number.encode() + b"5}}"
+    check(longer)

@@ -63,3 +63,50 @@ def test_bookmark_end_of_initial_events_is_read_from_the_probe() -> None:
     assert ev.is_initial_events_end() and ev.resource_version() == "7" and not ev.is_decoded
     plain = WatchEvent(BOOKMARK, msgspec.json.encode({"metadata": {"resourceVersion": "8"}}))
     assert not plain.is_initial_events_end() and plain.resource_version() == "8"
+
+
+# -- a stream with a decoder: the object is decoded as its line is parsed, instead of probed ---------------
+def _strip(raw: bytes) -> tuple[dict[str, object], bytes]:
+    from kubecore.client.rawmeta import decode_without_managed_fields
+
+    return decode_without_managed_fields(raw)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("kind", ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"])
+def test_with_a_decoder_compact_lines_are_decoded_once_and_not_probed(kind: str) -> None:
+    line = envelope(kind, OBJ)
+    ev = parse_line(line, _strip)
+    plain = parse_line(line)
+    assert (ev.type, ev.raw) == (plain.type, plain.raw)
+    assert ev.prepared is not None and ev.probed is None and not ev.is_decoded
+    obj, cut = ev.prepared
+    assert "managedFields" not in obj["metadata"] and msgspec.json.decode(cut) == obj
+    assert ev.resource_version() == "42" and ev.object == OBJ
+
+
+def test_with_a_decoder_a_bookmark_still_reads_its_annotations() -> None:
+    mark = {"kind": "ConfigMap", "metadata": {"resourceVersion": "7", "annotations": {INITIAL_EVENTS_END: "true"}}}
+    ev = parse_line(envelope(BOOKMARK, mark), _strip)
+    assert ev.prepared is not None and ev.is_initial_events_end() and ev.resource_version() == "7"
+    no_meta = parse_line(envelope("ADDED", {"kind": "X"}), _strip)
+    assert no_meta.prepared is not None and no_meta.resource_version() == ""
+
+
+@pytest.mark.parametrize("obj", [
+    [1, 2],                                                                   # not an object
+    {"metadata": None, "kind": "X"},                                          # metadata not an object
+    {"metadata": {"resourceVersion": 7}},                                     # a resourceVersion not a string
+    {"metadata": {"resourceVersion": "7", "annotations": {"a": 1}}},          # annotations not strings
+])
+def test_with_a_decoder_objects_the_probe_refuses_parse_as_without_one(obj: object) -> None:
+    line = envelope("ADDED", obj)
+    ev, plain = parse_line(line, _strip), parse_line(line)
+    assert ev.prepared is None and (ev.type, ev.raw, ev.probed) == (plain.type, plain.raw, plain.probed)
+
+
+def test_with_a_decoder_broken_json_still_fails() -> None:
+    with pytest.raises(msgspec.DecodeError):
+        parse_line(envelope("ADDED", OBJ)[:-2] + b"}", _strip)
+    line = envelope("ADDED", OBJ).replace(b'"kind":', b'"kind"::', 1)  # the object's own JSON broken
+    with pytest.raises(msgspec.DecodeError):
+        parse_line(line, _strip)

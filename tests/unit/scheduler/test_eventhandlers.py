@@ -68,3 +68,58 @@ async def test_the_informers_json_of_a_pending_pod_reaches_the_kernels_without_a
     placed: list[str] = []
     await Driver(core, on_bound=lambda b: placed.append(b.key)).drain()
     assert sorted(placed) == ["default/cached", "default/other"]
+
+
+class _Spy(PodHandlers):
+    """Records which of the handlers' cache and queue calls an update made."""
+
+    def __init__(self, core: SchedulerCore) -> None:
+        super().__init__(core)
+        self.calls: list[str] = []
+
+    def add_to_cache(self, pod: Obj) -> None:
+        self.calls.append("cache.add")
+
+    def update_in_cache(self, old: Obj, new: Obj) -> None:
+        self.calls.append("cache.update")
+
+    def delete_from_cache(self, pod: Obj) -> None:
+        self.calls.append("cache.delete")
+
+    def update_in_queue(self, old: Obj, new: Obj) -> None:
+        self.calls.append("queue.update")
+
+    def delete_from_queue(self, pod: Obj, *, in_binding: bool = False) -> None:
+        self.calls.append("queue.delete(in_binding)" if in_binding else "queue.delete")
+
+
+def _expected(h: PodHandlers, old: Obj, new: Obj) -> list[str]:
+    """What upstream's two FilteringResourceEventHandlers do with an update, from the filters."""
+    out = []
+    was, now = h.for_cache(old), h.for_cache(new)
+    out += ["cache.update"] if was and now else ["cache.add"] if now else ["cache.delete"] if was else []
+    was, now = h.for_queue(old), h.for_queue(new)
+    if was and not now and h.for_cache(new):
+        return out + ["queue.delete(in_binding)"]
+    return out + (["queue.update"] if was and now else ["queue.add"] if now else ["queue.delete"] if was else [])
+
+
+def test_an_update_reaches_the_cache_and_the_queue_as_the_two_filters_say() -> None:
+    core, _, _ = build(config(), native=True)
+    variants: dict[str, Obj] = {
+        "pending": pod("p"), "bound": pod("p", node_name="n0"), "other scheduler": pod("p", scheduler="other"),
+        "succeeded": {**pod("p"), "status": {"phase": "Succeeded"}},
+        "failed and bound": {**pod("p", node_name="n0"), "status": {"phase": "Failed"}},
+        "running": {**pod("p", node_name="n0"), "status": {"phase": "Running"}},
+        "no spec": {"metadata": {"name": "p", "namespace": "default"}},
+    }
+    for old_name, old in variants.items():
+        for new_name, new in variants.items():
+            spy = _Spy(core)
+            added: list[str] = []
+            spy.core.queue.add = lambda p, raw=None: added.append("queue.add")  # type: ignore[method-assign]
+            try:
+                spy.on_update(old, new)
+            finally:
+                del spy.core.queue.add
+            assert spy.calls + added == _expected(spy, old, new), (old_name, new_name)
