@@ -31,6 +31,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import msgspec
+
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import ApiError, NotFound
 from kubecore.client.events import NORMAL, WARNING, EventRecorder
@@ -56,12 +58,20 @@ def truncate_message(message: str) -> str:
     return message[:MESSAGE_SIZE_LIMIT - 3] + "..."
 
 
+_REFERENCE_FIELDS = ("name", "uid", "resourceVersion")
+_encode = msgspec.json.encode
+_JSON = "application/json"
+
+
 def pod_reference(pod: Obj) -> Obj:
     """The involvedObject of an event about `pod` (informer objects carry no kind)."""
     meta = pod.get("metadata") or {}
-    ref = {"kind": "Pod", "apiVersion": "v1", "namespace": meta.get("namespace") or "default",
-           "name": meta.get("name", ""), "uid": meta.get("uid", ""), "resourceVersion": meta.get("resourceVersion", "")}
-    return {k: v for k, v in ref.items() if v}
+    ref: Obj = {"kind": "Pod", "apiVersion": "v1", "namespace": meta.get("namespace") or "default"}
+    for k in _REFERENCE_FIELDS:  # set ones only (a loop, not a comprehension: this runs per bound pod)
+        v = meta.get(k)
+        if v:
+            ref[k] = v
+    return ref
 
 
 def _pod_path(pod: Obj, sub: str = "") -> str:
@@ -124,11 +134,14 @@ class ApiWrites:
 
     async def bind(self, pod: Obj, node: str) -> None:
         meta = pod.get("metadata") or {}
-        binding: Obj = {"apiVersion": "v1", "kind": "Binding",
-                        "metadata": {"name": meta.get("name", ""), "namespace": meta.get("namespace") or "default",
-                                     **({"uid": meta["uid"]} if meta.get("uid") else {})},
+        binding_meta: Obj = {"name": meta.get("name", ""), "namespace": meta.get("namespace") or "default"}
+        uid = meta.get("uid")
+        if uid:
+            binding_meta["uid"] = uid
+        binding: Obj = {"apiVersion": "v1", "kind": "Binding", "metadata": binding_meta,
                         "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        await self.rest.send_json("POST", _pod_path(pod, "binding"), binding)
+        # the answer is not decoded (upstream's Bind reads only the error)
+        await self.rest.request("POST", _pod_path(pod, "binding"), body=_encode(binding), content_type=_JSON)
 
     def scheduled(self, bound: Bound) -> None:
         pod = bound.assumed.pod

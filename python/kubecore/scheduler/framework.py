@@ -350,7 +350,7 @@ class Framework:
         return None
 
     async def run_bind(self, state: CycleState, pod: Obj, node: str) -> Status | None:
-        status: Status | None = Status(Code.SKIP)
+        status: Status | None = None
         for pl in self.plugins.bind:
             status = await pl.bind(state, pod, node)
             if status is not None and status.code is Code.SKIP:
@@ -360,7 +360,7 @@ class Framework:
                     return status.with_plugin(pl.name)
                 return _wrap(status.with_plugin(pl.name), f'running Bind plugin "{pl.name}"')
             return None
-        return status
+        return status if status is not None else Status(Code.SKIP)  # every plugin skipped, or none ran
 
     def run_post_bind(self, state: CycleState, pod: Obj, node: str) -> None:
         for pl in self.plugins.post_bind:

@@ -73,11 +73,11 @@ class QueuedPodInfo:
                  "pending_plugins", "gating_plugin", "gating_plugin_events", "backoff_expiration",
                  "cycle", "_raw", "_default_spread")
 
-    def __init__(self, pod: Obj, *, timestamp: float, raw: bytes | None = None) -> None:
+    def __init__(self, pod: Obj, *, timestamp: float, raw: bytes | None = None, key: str | None = None) -> None:
         """`raw`: the JSON bytes of `pod` if the caller has them (the informer cache's), else
-        encoded on first use."""
+        encoded on first use; `key`: `pod_key(pod)` if the caller has it."""
         self.pod = pod
-        self.key = pod_key(pod)
+        self.key = pod_key(pod) if key is None else key
         self.priority = pod_priority(pod)
         self.timestamp = timestamp
         self.initial_attempt_timestamp: float | None = None

@@ -271,10 +271,11 @@ class SchedulingQueue:
             return
         if key in self._inflight:  # being scheduled right now: its cycle decides what comes next
             return
-        self._move_to_active(QueuedPodInfo(pod, timestamp=self.clock.now(), raw=raw), _POD_ADD)
+        self._move_to_active(QueuedPodInfo(pod, timestamp=self.clock.now(), raw=raw, key=key), _POD_ADD)
         if self._pod_add_matters:  # a new pod may complete a gang (also for pods in flight)
             pool = self._unschedulable
-            self._move_pods([pool[k] for k in list(pool.on_pod_add)], ev.EVENT_UNSCHEDULED_POD_ADD, None, pod)
+            waiting = [pool[k] for k in list(pool.on_pod_add)] if pool.on_pod_add else []
+            self._move_pods(waiting, ev.EVENT_UNSCHEDULED_POD_ADD, None, pod)
 
     def update(self, old: Obj | None, new: Obj) -> None:
         """A pending pod changed (upstream PriorityQueue.Update)."""
@@ -486,8 +487,11 @@ class SchedulingQueue:
                     return s
         return strategy
 
-    def _move_pods(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
+    def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         if not self._interesting(event):
+            return
+        if not pods:  # the usual case for a bound pod's event: only pods in flight may need it
+            self._inflight.add_event(event, old, new)
             return
         known: dict[int, frozenset[str]] = {}
         for p in list(pods):
