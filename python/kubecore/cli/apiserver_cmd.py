@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kubecore.cli.controller_manager_cmd import int_arg
 from kubecore.cli.kubelet_cmd import eviction_hard, percent
 from kubecore.store import LockedError, StoreError
 
@@ -60,13 +61,7 @@ def _checked_eviction_hard(text: str) -> str:
 
 
 def _node_count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be a number of nodes (0 or more), got {text!r}")
-    return n
+    return int_arg(text, low=0, says="a number of nodes (0 or more)")
 
 
 def _run(args: argparse.Namespace, *, kubeconfig: bool) -> int:

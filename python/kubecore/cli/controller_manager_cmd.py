@@ -49,14 +49,19 @@ def parse_duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _workers(text: str) -> int:
+def int_arg(text: str, *, low: int, high: int | None = None, says: str) -> int:
+    """A whole number flag within [low, high], for argparse: "must be <says>, got '<text>'" otherwise."""
     try:
         n = int(text)
     except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive number of workers, got {text!r}")
+        n = low - 1
+    if n < low or (high is not None and n > high):
+        raise argparse.ArgumentTypeError(f"must be {says}, got {text!r}")
     return n
+
+
+def _workers(text: str) -> int:
+    return int_arg(text, low=1, says="a positive number of workers")
 
 
 def register(sub: Any) -> None:

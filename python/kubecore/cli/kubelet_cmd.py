@@ -44,7 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubecore.cli.controller_manager_cmd import parse_duration, run_loop
+from kubecore.cli.controller_manager_cmd import int_arg, parse_duration, run_loop
 from kubecore.heap import settle_heap
 
 RUNTIMES = ("sim", "containerd")
@@ -84,13 +84,7 @@ def eviction_hard(text: str) -> dict[str, str]:
 
 
 def percent(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    if not 0 <= n <= 100:
-        raise argparse.ArgumentTypeError(f"must be a whole percentage from 0 to 100, got {text!r}")
-    return n
+    return int_arg(text, low=0, high=100, says="a whole percentage from 0 to 100")
 
 
 def _common(p: argparse.ArgumentParser, *, capacity_default: str) -> None:
