@@ -15,7 +15,8 @@ Per workload, on a fresh cluster (upstream runs each case on its own, too):
 5. the init pods, created concurrently, then waited for until every one is bound; Unschedulable
    then adds its pile of pods that fit no node (not waited for);
 6. measuring: the throughput collector starts, the measured pods are POSTed `--concurrency` at a
-   time (bodies encoded beforehand), Unschedulable's high-priority 9-cpu pods at 5/s alongside,
+   time (bodies encoded beforehand; `bench.httppost`, a lean keep-alive client, so that creating
+   takes little of the machine the API server and the scheduler share), Unschedulable's high-priority 9-cpu pods at 5/s alongside,
    until every measured pod is bound. Bound pods are seen through one pod watch
    (`fieldSelector=spec.nodeName!=`), sampled every second (`bench.scheduler_perf_collect`);
 7. checks: a LIST of every pod (placement: no node over its 4 cpu, no two anti-affinity pods on
@@ -41,7 +42,6 @@ import shutil
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ if __package__ in (None, ""):  # run as a file: make `bench` importable from the
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.apiserver_load import Profiler, Server, host_speed, machine_busy_seconds, request_counts, top_functions
+from bench.httppost import post_all
 from bench.scheduler_perf_collect import BoundPods, SchedulerProcess, ThroughputCollector, cancel, summarize
 from bench.scheduler_perf_collect import _log as log
 from bench.scheduler_perf_workloads import (GANG_SIZE, HIGH_PRIORITY_CLASS, POD_GROUP_LABEL, ZONE, PodSet, Workload,
@@ -66,26 +67,13 @@ CREATE_WORKERS = 30
 
 
 # -- creating objects --------------------------------------------------------------------------------
-async def post_all(rest: RestClient, path_and_body: Sequence[tuple[str, bytes]], *, concurrency: int) -> float:
-    """POST every body, `concurrency` closed-loop workers; seconds taken."""
-    items: Iterator[tuple[str, bytes]] = iter(path_and_body)
-
-    async def worker() -> None:
-        for path, body in items:
-            await rest.request("POST", path, body=body, content_type="application/json")
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(min(concurrency, len(path_and_body)) or 1)))
-    return time.perf_counter() - t0
-
-
 def pod_bodies(pods: PodSet, start: int = 0, count: int | None = None) -> list[tuple[str, bytes]]:
     path = f"/api/v1/namespaces/{pods.namespace}/pods"
     end = start + (pods.count if count is None else count)
     return [(path, _encode(pods.body(i))) for i in range(start, end)]
 
 
-async def setup_cluster(rest: RestClient, w: Workload, *, concurrency: int) -> dict[str, Any]:
+async def setup_cluster(rest: RestClient, url: str, w: Workload, *, concurrency: int) -> dict[str, Any]:
     for ns in w.namespaces():
         await rest.send_json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                             "metadata": {"name": ns}})
@@ -93,7 +81,7 @@ async def setup_cluster(rest: RestClient, w: Workload, *, concurrency: int) -> d
         "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
         "metadata": {"name": HIGH_PRIORITY_CLASS}, "value": 10})
     bodies = [("/api/v1/nodes", _encode(node(f"node-{i}", w.node_labels(i)))) for i in range(w.nodes)]
-    seconds = await post_all(rest, bodies, concurrency=concurrency)
+    seconds = await post_all(url, bodies, concurrency=concurrency)
     return {"nodes_created_per_s": round(w.nodes / seconds, 1)}
 
 
@@ -136,16 +124,16 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
         await bound.start()
         out: dict[str, Any] = {"workload": w.name, "upstream": w.upstream, "nodes": w.nodes, "init": w.init.count,
                                "measured": w.measured.count}
-        out.update(await setup_cluster(rest, w, concurrency=args.concurrency))
+        out.update(await setup_cluster(rest, server.url, w, concurrency=args.concurrency))
         sched = SchedulerProcess(server.dir / "data" / "kubeconfig", server.dir, config=w.scheduler_config,
                                  verbose=2 if args.log_dir else 0)
         t0 = time.perf_counter()
-        await post_all(rest, pod_bodies(w.init), concurrency=args.concurrency)
+        await post_all(server.url, pod_bodies(w.init), concurrency=args.concurrency)
         await bound.wait_for(w.init.namespace, w.init.count, timeout=args.timeout, what=f"{w.name} init",
                              check=sched.check)
         out["init_seconds"] = round(time.perf_counter() - t0, 2)
         if w.pending is not None:
-            await post_all(rest, pod_bodies(w.pending), concurrency=args.concurrency)
+            await post_all(server.url, pod_bodies(w.pending), concurrency=args.concurrency)
             out["pending"] = w.pending.count
         await server.settle(limit=10.0)
         out.update(await measure(w, args, rest=rest, server=server, sched=sched, bound=bound))
@@ -175,7 +163,7 @@ async def measure(w: Workload, args: argparse.Namespace, *, rest: RestClient, se
     collector = ThroughputCollector(bound, w.measured.namespace)
     collector.start()
     t0 = time.perf_counter()
-    created_s = await post_all(rest, bodies, concurrency=args.concurrency)
+    created_s = await post_all(server.url, bodies, concurrency=args.concurrency)
     t_bound = await bound.wait_for(w.measured.namespace, w.measured.count, timeout=args.timeout,
                                    what=f"{w.name} measured", check=sched.check)
     await collector.stop()
