@@ -4,6 +4,7 @@
 //! - every column has `len()` entries; a slot is in use iff `live[slot]`;
 //! - `requested_*`, `non_zero_*`, `pod_count`, `ports` and `scalar_requested` are exactly the sum
 //!   of the [`Usage`] of the pods counted on the slot (add and remove apply the same `Usage`);
+//! - `stamp[slot]` changes whenever the slot's allocatable or usage columns do;
 //! - `scalar_*[r]` is the column of scalar resource id `r` (ids from the snapshot's interner);
 //!   a resource a node does not report has allocatable 0.
 //!
@@ -13,7 +14,7 @@
 use std::sync::Arc;
 
 use crate::ports::{HostPort, UsedPorts};
-use crate::taints::Taint;
+use crate::taints::{Taint, PREFER_NO_SCHEDULE};
 
 /// What one pod adds to its node.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,6 +56,16 @@ pub struct Columns {
     pub zone: Vec<String>,
     /// Ids of the pods counted on the slot.
     pub pods: Vec<Vec<u32>>,
+    /// Slots with `unschedulable` set, with a NoSchedule/NoExecute taint, with a PreferNoSchedule
+    /// taint (kept by [`Columns::set_taints`]): at 0, the plugins reading them are constant.
+    pub unschedulable_nodes: usize,
+    pub blocking_taint_nodes: usize,
+    pub prefer_no_schedule_nodes: usize,
+    /// Per slot, a stamp renewed (from `last_stamp`, never reused) whenever the slot's
+    /// allocatable or usage columns change: a value computed from them at stamp `x` is still
+    /// valid while the slot's stamp is `x` (see `score::ResourceCache`).
+    pub stamp: Vec<u64>,
+    last_stamp: u64,
 }
 
 impl Columns {
@@ -87,7 +98,31 @@ impl Columns {
         self.images.push(Vec::new());
         self.zone.push(String::new());
         self.pods.push(Vec::new());
+        self.stamp.push(0);
+        self.touch(slot as usize);
         slot
+    }
+
+    /// Renews the slot's stamp: its allocatable or usage columns changed.
+    pub fn touch(&mut self, slot: usize) {
+        self.last_stamp += 1;
+        self.stamp[slot] = self.last_stamp;
+    }
+
+    /// Writes a slot's `unschedulable` and `taints`, keeping the counts of such slots.
+    pub fn set_taints(&mut self, slot: usize, unschedulable: bool, taints: Vec<Taint>) {
+        let counts = |unschedulable: bool, taints: &[Taint]| {
+            let prefer = taints.iter().any(|t| t.effect == PREFER_NO_SCHEDULE);
+            [unschedulable, taints.iter().any(|t| t.blocks), prefer].map(usize::from)
+        };
+        let old = counts(self.unschedulable[slot], &self.taints[slot]);
+        let new = counts(unschedulable, &taints);
+        let totals = [&mut self.unschedulable_nodes, &mut self.blocking_taint_nodes, &mut self.prefer_no_schedule_nodes];
+        for ((total, o), n) in totals.into_iter().zip(old).zip(new) {
+            *total = *total - o + n;
+        }
+        self.unschedulable[slot] = unschedulable;
+        self.taints[slot] = taints;
     }
 
     /// Makes room for scalar resource id `id`.
@@ -112,6 +147,7 @@ impl Columns {
 
     /// Clears a slot's usage (the node's own attributes are overwritten by the caller).
     pub fn clear_usage(&mut self, slot: usize) {
+        self.touch(slot);
         for col in self.usage_columns() {
             col[slot] = 0;
         }
@@ -124,6 +160,7 @@ impl Columns {
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) one pod's usage.
     pub fn apply(&mut self, slot: usize, u: &Usage, sign: i64) {
+        self.touch(slot);
         self.requested_cpu[slot] += sign * u.milli_cpu;
         self.requested_memory[slot] += sign * u.memory;
         self.requested_ephemeral[slot] += sign * u.ephemeral_storage;

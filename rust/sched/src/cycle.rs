@@ -13,6 +13,7 @@
 //!   uniformly at random (selectHost's reservoir sampling) with the snapshot's PRNG.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -83,15 +84,49 @@ fn count_reasons(failures: &[Failure]) -> (Vec<(String, usize)>, usize) {
     if failures.is_empty() {
         return (Vec::new(), 0);
     }
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+    // Reasons are a few strings, shared (static, or one Arc per taint or resource): counted by
+    // address first (no string hashing per failure), then merged by text.
+    let mut by_addr: HashMap<(usize, usize), (&str, usize), BuildHasherDefault<AddrHasher>> = HashMap::default();
     for f in failures {
         for r in &f.reasons {
-            *counts.entry(r.as_str()).or_default() += 1;
+            let text = r.as_str();
+            by_addr.entry((text.as_ptr() as usize, text.len())).or_insert((text, 0)).1 += 1;
         }
     }
-    let mut reasons: Vec<(String, usize)> = counts.into_iter().map(|(r, n)| (r.to_string(), n)).collect();
-    reasons.sort();
+    let mut texts: Vec<(&str, usize)> = by_addr.into_values().collect();
+    texts.sort_unstable();
+    let mut reasons: Vec<(String, usize)> = Vec::with_capacity(texts.len());
+    for (text, n) in texts {
+        match reasons.last_mut() {
+            Some((last, count)) if last == text => *count += n,
+            _ => reasons.push((text.to_string(), n)),
+        }
+    }
     (reasons, failures.iter().filter(|f| f.unresolvable).count())
+}
+
+/// A hasher for (address, length) keys: a multiply per word (FxHash's).
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// How many nodes the next chunk filters: enough to find `needed` more at the feasibility
@@ -104,22 +139,40 @@ fn next_chunk(needed: usize, found: usize, seen: usize) -> usize {
     (estimate + estimate / 4 + 16).max(64)
 }
 
+/// Positions `i..end` (`end <= order.len()`) of `order` rotated to start at `start`.
+fn rotated_range<'a>(order: &'a [u32], start: usize, i: usize, end: usize, buf: &'a mut Vec<u32>) -> &'a [u32] {
+    let n = order.len();
+    let (a, b) = (start + i, start + end);
+    if b <= n {
+        &order[a..b]
+    } else if a >= n {
+        &order[a - n..b - n]
+    } else {
+        buf.clear();
+        buf.extend_from_slice(&order[a..]);
+        buf.extend_from_slice(&order[..b - n]);
+        buf
+    }
+}
+
 impl Snapshot {
     /// Filters nodes in visiting order from `next_start` until `to_find` fit or all were seen.
     fn scan(&self, q: &Query<'_>, to_find: usize) -> Scan {
         let n = self.order.len();
         let start = self.next_start % n;
-        // Visiting position i is order[(start + i) % n]: the rotated order, without a division.
-        let rotated: Vec<u32> = self.order[start..].iter().chain(&self.order[..start]).copied().collect();
         let mut scan = Scan { feasible: Vec::with_capacity(to_find), failures: Vec::new(), processed: n };
         let mut chunk = to_find;
+        let mut wrapped: Vec<u32> = Vec::new();
         let mut i = 0;
         while i < n {
             let end = (i + chunk).min(n);
+            // Visiting positions i..end are order[(start + i) % n ..]: one slice of the order, or
+            // (across its end) two, copied together.
+            let slots = rotated_range(&self.order, start, i, end, &mut wrapped);
             let done = if end - i < PARALLEL_FILTER_NODES {
-                self.scan_sequential(q, &rotated[i..end], to_find, &mut scan)
+                self.scan_sequential(q, slots, to_find, &mut scan)
             } else {
-                self.scan_parallel(q, &rotated[i..end], to_find, &mut scan)
+                self.scan_parallel(q, slots, to_find, &mut scan)
             };
             if let Some(k) = done {
                 scan.processed = i + k + 1;
@@ -149,15 +202,23 @@ impl Snapshot {
     }
 
     /// Walks a filtered chunk in order: feasible nodes until `to_find`, failures' reasons.
+    /// Runs of feasible nodes are copied whole.
     fn collect(&self, q: &Query<'_>, slots: &[u32], mask: &[bool], to_find: usize, scan: &mut Scan) -> Option<usize> {
-        for (k, (&slot, &ok)) in slots.iter().zip(mask).enumerate() {
-            if ok {
-                scan.feasible.push(slot);
-                if scan.feasible.len() == to_find {
-                    return Some(k);
+        let mut i = 0;
+        while i < slots.len() {
+            let run = mask[i..].iter().position(|&ok| !ok).unwrap_or(slots.len() - i);
+            let need = to_find - scan.feasible.len();
+            if run >= need {
+                scan.feasible.extend_from_slice(&slots[i..i + need]);
+                return Some(i + need - 1);
+            }
+            scan.feasible.extend_from_slice(&slots[i..i + run]);
+            i += run;
+            if let Some(&slot) = slots.get(i) {
+                if let Some(f) = filter::run(self, q, slot as usize, None) {
+                    scan.failures.push(f);
                 }
-            } else if let Some(f) = filter::run(self, q, slot as usize, None) {
-                scan.failures.push(f);
+                i += 1;
             }
         }
         None
@@ -184,7 +245,9 @@ impl Snapshot {
             result.feasible = scan.feasible;
         }
         if result.feasible.len() > 1 {
-            result.scores = score::totals(self, profile, &q, &result.feasible);
+            let mut cache = self.resource_cache.take();
+            result.scores = score::totals(self, profile, &q, &result.feasible, cache.as_mut());
+            self.resource_cache = cache;
         }
         if select && !result.feasible.is_empty() {
             result.node = Some(result.feasible[self.select_host(&result.scores)]);
@@ -232,5 +295,34 @@ impl Snapshot {
             out.push(r);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filter::Reason;
+
+    #[test]
+    fn reasons_are_counted_by_text() {
+        let fail = |reasons: &[Reason], unresolvable| Failure { unresolvable, reasons: reasons.iter().cloned().collect() };
+        let taint = "node(s) had untolerated taint {k: v}";
+        let (a1, a2): (Arc<str>, Arc<str>) = (Arc::from(taint), Arc::from(taint));
+        let cpu = Reason::Static(filter::ERR_CPU);
+        let failures = [
+            fail(&[Reason::Shared(a1.clone())], true),
+            fail(&[cpu.clone(), Reason::Static(filter::ERR_MEMORY)], false),
+            fail(&[Reason::Shared(a2)], true),
+            fail(&[Reason::Shared(Arc::from(filter::ERR_CPU))], false),
+            fail(&[Reason::Shared(a1)], true),
+            fail(&[cpu], false),
+        ];
+        let want = vec![
+            ("Insufficient cpu".to_string(), 3),
+            ("Insufficient memory".to_string(), 1),
+            ("node(s) had untolerated taint {k: v}".to_string(), 3),
+        ];
+        assert_eq!(count_reasons(&failures), (want, 3));
+        assert_eq!(count_reasons(&[]), (Vec::new(), 0));
     }
 }

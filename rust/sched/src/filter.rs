@@ -115,64 +115,136 @@ pub fn run(snap: &Snapshot, q: &Query<'_>, slot: usize, removed: Option<&Removed
     })
 }
 
-/// Which of `slots` pass every filter of the pod: the hot path, one tight pass per plugin
-/// over the chunk and no reasons built (feasibility does not depend on the plugins' order;
-/// [`run`] gives a failing node's reasons). `mask[i]` must start true.
+/// Which of `slots` pass every filter of the pod: the hot path, no reasons built
+/// (feasibility does not depend on the plugins' order; [`run`] gives a failing node's reasons).
+/// NodeUnschedulable, TaintToleration and NodeResourcesFit's pods/cpu/memory/ephemeral checks
+/// share one pass ([`column_mask`]); the others have a tight pass each. `mask[i]` must start true.
 pub fn mask(snap: &Snapshot, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
     let c = &snap.cols;
-    let each = |mask: &mut [bool], keep: &dyn Fn(usize) -> bool| {
+    // Generic, not `dyn`: each plugin's check is inlined into its own loop.
+    fn each(slots: &[u32], mask: &mut [bool], keep: impl Fn(usize) -> bool) {
         for (m, &s) in mask.iter_mut().zip(slots) {
             *m = *m && keep(s as usize);
         }
-    };
+    }
+    column_mask(c, q, slots, mask);
     for f in &q.filters {
         match f {
-            FilterPlugin::NodeName => each(mask, &|s| *q.pod.node_name == *c.names[s]),
-            FilterPlugin::NodeUnschedulable if !q.pod.tolerations.tolerates_unschedulable => {
-                each(mask, &|s| !c.unschedulable[s])
-            }
-            FilterPlugin::NodeUnschedulable => {}
-            FilterPlugin::NodeResourcesFit => fit_mask(c, q, slots, mask),
+            FilterPlugin::NodeName => each(slots, mask, |s| *q.pod.node_name == *c.names[s]),
+            FilterPlugin::NodeResourcesFit => scalars_mask(c, q, slots, mask),
             FilterPlugin::NodeAffinity => {
-                each(mask, &|s| q.affinity.required_match(&c.labels[s], &c.names[s], &snap.strings))
+                each(slots, mask, |s| q.affinity.required_match(&c.labels[s], &c.names[s], &snap.strings))
             }
-            FilterPlugin::TaintToleration => {
-                each(mask, &|s| c.taints[s].is_empty() || q.pod.tolerations.first_untolerated(&c.taints[s]).is_none())
-            }
-            FilterPlugin::NodePorts => each(mask, &|s| !c.ports[s].conflicts(&q.pod.host_ports, &[])),
+            FilterPlugin::NodePorts => each(slots, mask, |s| !c.ports[s].conflicts(&q.pod.host_ports, &[])),
             FilterPlugin::PodTopologySpread => {
                 let Some(sp) = &q.spread else { continue };
-                each(mask, &|s| sp.check(&c.labels[s]).is_none())
+                each(slots, mask, |s| sp.check(&c.labels[s]).is_none())
             }
             FilterPlugin::InterPodAffinity => {
                 let Some(ip) = &q.interpod else { continue };
-                each(mask, &|s| ip.check(&c.labels[s]).is_none())
+                each(slots, mask, |s| ip.check(&c.labels[s]).is_none())
             }
+            FilterPlugin::NodeUnschedulable | FilterPlugin::TaintToleration => {} // in column_mask
         }
     }
 }
 
-/// `fitsRequest` as a mask: a branch-free pass per requested resource.
-fn fit_mask(c: &Columns, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
-    let column = |mask: &mut [bool], want: i64, alloc: &[i64], used: &[i64]| {
-        if want > 0 {
-            for (m, &s) in mask.iter_mut().zip(slots) {
-                *m &= want <= alloc[s as usize] - used[s as usize];
+/// What [`column_mask`] checks for a pod: the requests (`i64::MIN` when not checked, which any
+/// free amount satisfies) and which plugins' checks apply. A plugin whose input is the same on
+/// every node is left out: NodeUnschedulable when no node is unschedulable (or the pod tolerates
+/// it), TaintToleration when no node has a NoSchedule/NoExecute taint.
+struct ColumnChecks {
+    fit: bool,
+    cpu: i64,
+    memory: i64,
+    ephemeral: Option<i64>,
+    unschedulable: bool,
+    taints: bool,
+}
+
+impl ColumnChecks {
+    fn new(c: &Columns, q: &Query<'_>) -> ColumnChecks {
+        let has = |p| q.filters.contains(&p);
+        let fit = has(FilterPlugin::NodeResourcesFit);
+        let want = |v: i64| if fit && !q.zero_requests && v > 0 { v } else { i64::MIN };
+        ColumnChecks {
+            fit,
+            cpu: want(q.milli_cpu),
+            memory: want(q.memory),
+            ephemeral: Some(want(q.ephemeral)).filter(|&v| v != i64::MIN),
+            unschedulable: has(FilterPlugin::NodeUnschedulable)
+                && !q.pod.tolerations.tolerates_unschedulable
+                && c.unschedulable_nodes > 0,
+            taints: has(FilterPlugin::TaintToleration) && c.blocking_taint_nodes > 0,
+        }
+    }
+}
+
+/// NodeUnschedulable, TaintToleration and `fitsRequest`'s pods/cpu/memory/ephemeral-storage in
+/// one pass over the chunk.
+fn column_mask(c: &Columns, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
+    let k = ColumnChecks::new(c, q);
+    // A loop per combination of the common flags: the per-node work tests none of them.
+    match (k.ephemeral.is_some(), k.unschedulable || k.taints) {
+        (false, false) => column_loop::<false, false>(c, q, &k, slots, mask),
+        (true, false) => column_loop::<true, false>(c, q, &k, slots, mask),
+        (false, true) => column_loop::<false, true>(c, q, &k, slots, mask),
+        (true, true) => column_loop::<true, true>(c, q, &k, slots, mask),
+    }
+}
+
+/// [`column_mask`]'s pass: EPH = ephemeral-storage is requested, OTHERS = NodeUnschedulable or
+/// TaintToleration has something to check.
+#[inline(always)]
+fn column_loop<const EPH: bool, const OTHERS: bool>(
+    c: &Columns,
+    q: &Query<'_>,
+    k: &ColumnChecks,
+    slots: &[u32],
+    mask: &mut [bool],
+) {
+    if !(k.fit || OTHERS) {
+        return;
+    }
+    let n = c.len();
+    let (pods, allowed) = (&c.pod_count[..n], &c.allowed_pods[..n]);
+    let (acpu, rcpu) = (&c.allocatable_cpu[..n], &c.requested_cpu[..n]);
+    let (amem, rmem) = (&c.allocatable_memory[..n], &c.requested_memory[..n]);
+    let (aeph, reph) = (&c.allocatable_ephemeral[..n], &c.requested_ephemeral[..n]);
+    let ephemeral = k.ephemeral.unwrap_or(i64::MIN);
+    for (m, &s) in mask.iter_mut().zip(slots) {
+        let s = s as usize;
+        let mut ok = *m;
+        if k.fit {
+            ok &= (pods[s] < allowed[s]) & (k.cpu <= acpu[s] - rcpu[s]) & (k.memory <= amem[s] - rmem[s]);
+        }
+        if EPH {
+            ok &= ephemeral <= aeph[s] - reph[s];
+        }
+        if OTHERS {
+            if k.unschedulable {
+                ok &= !c.unschedulable[s];
+            }
+            if k.taints && ok {
+                ok = c.taints[s].is_empty() || q.pod.tolerations.first_untolerated(&c.taints[s]).is_none();
             }
         }
-    };
-    for (m, &s) in mask.iter_mut().zip(slots) {
-        *m &= c.pod_count[s as usize] < c.allowed_pods[s as usize];
+        *m = ok;
     }
+}
+
+/// `fitsRequest` for the scalar resources, a pass per requested one.
+fn scalars_mask(c: &Columns, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
     if q.zero_requests {
         return;
     }
-    column(mask, q.milli_cpu, &c.allocatable_cpu, &c.requested_cpu);
-    column(mask, q.memory, &c.allocatable_memory, &c.requested_memory);
-    column(mask, q.ephemeral, &c.allocatable_ephemeral, &c.requested_ephemeral);
     for sc in q.scalars.iter().filter(|sc| !sc.ignored && sc.value > 0) {
         match sc.id.and_then(|id| Some((c.scalar_allocatable.get(id as usize)?, c.scalar_requested.get(id as usize)?))) {
-            Some((alloc, used)) => column(mask, sc.value, alloc, used),
+            Some((alloc, used)) => {
+                for (m, &s) in mask.iter_mut().zip(slots) {
+                    *m &= sc.value <= alloc[s as usize] - used[s as usize];
+                }
+            }
             None => mask.fill(false),
         }
     }

@@ -42,7 +42,7 @@ pub enum Source {
 }
 
 /// One resource of a resource-allocation scorer: the pod's request and the scorer weight.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResourceTerm {
     pub source: Source,
     pub pod: i64,

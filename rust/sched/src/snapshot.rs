@@ -18,6 +18,7 @@ use crate::pod::ParsedPod;
 use crate::podaffinity::PodTerms;
 use crate::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::rng::Rng;
+use crate::score::ResourceCache;
 use crate::zones::NodeTree;
 use crate::Error;
 
@@ -69,6 +70,8 @@ pub struct Snapshot {
     parse_cache: HashMap<String, (Vec<u8>, PodEntry)>,
     /// The nominated pods counted for the current or last cycle (see `overlay`).
     pub(crate) overlay: Overlay,
+    /// The resource scorers' per-node scores between cycles (None: not kept).
+    pub(crate) resource_cache: Option<ResourceCache>,
 }
 
 /// `parse_cache` is emptied when it would grow past this many pods.
@@ -95,7 +98,14 @@ impl Snapshot {
             rng: Rng::new(seed),
             parse_cache: HashMap::new(),
             overlay: Overlay::default(),
+            resource_cache: Some(ResourceCache::default()),
         }
+    }
+
+    /// Whether cycles keep NodeResourcesFit's and BalancedAllocation's per-node scores for the
+    /// next cycle (on by default; results are the same either way, see `score::ResourceCache`).
+    pub fn keep_resource_scores(&mut self, on: bool) {
+        self.resource_cache = on.then(ResourceCache::default);
     }
 
     pub fn node_count(&self) -> usize {
@@ -165,6 +175,7 @@ impl Snapshot {
 
     fn write_attributes(&mut self, s: usize, node: &ParsedNode) {
         let c = &mut self.cols;
+        c.touch(s);
         c.allocatable_cpu[s] = node.allocatable.milli_cpu;
         c.allocatable_memory[s] = node.allocatable.memory;
         c.allocatable_ephemeral[s] = node.allocatable.ephemeral_storage;
@@ -177,12 +188,11 @@ impl Snapshot {
             c.ensure_scalar(id);
             c.scalar_allocatable[id as usize][s] = *v;
         }
-        c.unschedulable[s] = node.unschedulable;
         let mut labels: Vec<(u32, u32)> =
             node.labels.iter().map(|(k, v)| (self.strings.intern(k), self.strings.intern(v))).collect();
         labels.sort_unstable();
         c.labels[s] = labels;
-        c.taints[s] = node.taints.clone();
+        c.set_taints(s, node.unschedulable, node.taints.clone());
         c.images[s] = self.images.add_node(&node.images);
         c.zone[s] = node.zone.clone();
     }
@@ -204,6 +214,7 @@ impl Snapshot {
             self.orphans.entry(name.to_string()).or_default().extend(pods);
         }
         self.cols.clear_usage(s);
+        self.cols.set_taints(s, false, Vec::new());
         self.cols.live[s] = false;
         Arc::make_mut(&mut self.cols.names)[s] = Arc::from("");
         self.free_slots.push(slot);
