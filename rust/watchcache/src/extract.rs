@@ -5,18 +5,24 @@
 //! and walk each `FieldSpec`), for a fraction of the work. How:
 //!
 //! - A plan (a small tree of the object members and array elements some spec or the labels
-//!   need) is walked by serde visitors over the same `serde_json` deserializer a full parse uses.
-//!   Only a spec's leaf is built as a `Value` (then formatted by the same code); labels are
-//!   collected as strings; a container on a path records only its kind.
-//! - Everything off the plan is visited by `Skip`, which accepts and rejects precisely what a
+//!   need) is walked over the document, filling one slot per plan node: only a spec's leaf is
+//!   built as a `Value` (then formatted by the same code); labels are collected as strings; a
+//!   container on a path records only its kind. Two walks fill the slots the same way:
+//! - The scanner (`fastscan`), tried first: a small JSON tokenizer over the bytes that accepts
+//!   only documents it can prove valid (see its docs: grammar, strings, number range, depth,
+//!   UTF-8) and declines anything else (a repeated member on the plan, deep nesting, any
+//!   invalid JSON), handing the document to the serde walk, which decides.
+//! - The serde walk: serde visitors over the same `serde_json` deserializer a full parse uses.
+//!   Everything off the plan is visited by `Skip`, which accepts and rejects precisely what a
 //!   `Value` parse does (the same `deserialize_any` calls: string escapes and lone surrogates,
 //!   number range, nesting limit) but allocates nothing. `serde::de::IgnoredAny` and `RawValue`
 //!   would be faster still, but they skip those checks, so a document a full parse rejects
 //!   (say `1e999` deep inside `managedFields`) would get labels and fields.
 //! - Duplicate members: the last one wins, as in `Value`'s map; a repeated member clears what an
-//!   earlier one recorded below it.
-//! - Invalid UTF-8 anywhere fails the whole document, as `serde_json::from_slice` does; the
-//!   check runs once up front so the strings need no per-string check.
+//!   earlier one recorded below it (the serde walk; the scanner declines such documents).
+//! - Invalid UTF-8 anywhere fails the whole document, as `serde_json::from_slice` does: the
+//!   scanner checks every string holding a byte >= 0x80 (only ASCII passes its grammar outside
+//!   strings); the serde walk checks the whole input up front.
 //!
 //! Worked example, specs `spec.nodeName` and `status.podIPs[0].ip | status.podIP`:
 //!
@@ -30,11 +36,11 @@
 //! fields    "n1", then podIPs[0] is absent so its parent does not resolve: status.podIP -> ""
 //! ```
 
-use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::entry::{format, string_members, FieldSpec, Seg};
+use crate::entry::{format, string_members, FieldSpec, Fmt, Seg};
 
 /// The `Visitor` methods for JSON scalars (null, bools, numbers and, unless `no_str`, strings),
 /// each giving `$out`: serde_json's `deserialize_any` has checked the token already.
@@ -95,6 +101,11 @@ struct Node<'s> {
     value: bool,
     /// Collect the string members (`metadata.labels`).
     labels: bool,
+    /// The first child and the next sibling (0: none; the root is no one's child).
+    first_child: usize,
+    next_sibling: usize,
+    /// The leaf of more than one spec path.
+    shared: bool,
 }
 
 /// The nodes on the paths of the specs and of the labels; the root is node 0.
@@ -102,20 +113,24 @@ struct Node<'s> {
 struct Plan<'s> {
     nodes: Vec<Node<'s>>,
     labels: usize,
+    /// The node each spec path ends at, for the specs' paths in order (the root for `[]`).
+    leaves: Vec<usize>,
 }
 
 impl<'s> Plan<'s> {
     fn new(specs: &'s [FieldSpec]) -> Self {
         let steps: usize = specs.iter().flat_map(|s| &s.paths).map(Vec::len).sum();
         let mut nodes = Vec::with_capacity(1 + steps + LABELS.len());
-        nodes.push(Node { parent: 0, step: Step::Index(0), value: false, labels: false });
-        let mut plan = Plan { nodes, labels: 0 };
+        nodes.push(Node { parent: 0, step: Step::Index(0), value: false, labels: false, first_child: 0, next_sibling: 0, shared: false });
+        let mut plan = Plan { nodes, labels: 0, leaves: Vec::with_capacity(specs.iter().map(|s| s.paths.len()).sum()) };
         for path in specs.iter().flat_map(|s| &s.paths) {
             let leaf = plan.insert(path.iter().map(Step::from));
+            plan.nodes[leaf].shared = plan.nodes[leaf].value;
             plan.nodes[leaf].value = true;
+            plan.leaves.push(leaf);
         }
         plan.labels = plan.insert(LABELS.iter().copied());
-        let nested = (1..plan.nodes.len()).any(|n| plan.nodes[n].parent == plan.labels);
+        let nested = plan.nodes[plan.labels].first_child != 0;
         let labels = &mut plan.nodes[plan.labels];
         labels.labels = true;
         labels.value |= nested;
@@ -128,7 +143,9 @@ impl<'s> Plan<'s> {
             at = match self.child(at, step) {
                 Some(c) => c,
                 None => {
-                    self.nodes.push(Node { parent: at, step, value: false, labels: false });
+                    let next_sibling = self.nodes[at].first_child;
+                    self.nodes.push(Node { parent: at, step, value: false, labels: false, first_child: 0, next_sibling, shared: false });
+                    self.nodes[at].first_child = self.nodes.len() - 1;
                     self.nodes.len() - 1
                 }
             };
@@ -137,11 +154,25 @@ impl<'s> Plan<'s> {
     }
 
     fn child(&self, parent: usize, step: Step<'_>) -> Option<usize> {
-        (1..self.nodes.len()).find(|&n| self.nodes[n].parent == parent && self.nodes[n].step == step)
+        let mut n = self.nodes[parent].first_child;
+        while n != 0 && self.nodes[n].step != step {
+            n = self.nodes[n].next_sibling;
+        }
+        (n != 0).then_some(n)
     }
 
     fn child_key(&self, parent: usize, key: &str) -> Option<usize> {
         self.child(parent, Step::Key(key))
+    }
+
+    /// The leaves of each spec's paths, spec by spec.
+    fn spec_leaves<'p>(&'p self, specs: &'p [FieldSpec]) -> impl Iterator<Item = (&'p FieldSpec, &'p [usize])> {
+        let mut rest = &self.leaves[..];
+        specs.iter().map(move |s| {
+            let (leaves, more) = rest.split_at(s.paths.len());
+            rest = more;
+            (s, leaves)
+        })
     }
 
     fn is_below(&self, mut n: usize, ancestor: usize) -> bool {
@@ -171,17 +202,42 @@ enum Slot {
 
 /// Extracts labels and the values of `specs` from `bytes`; see the module docs.
 pub(crate) fn extract(bytes: &[u8], specs: &[FieldSpec]) -> Extracted {
-    let plan = Plan::new(specs);
-    let mut slots: Vec<Slot> = std::iter::repeat_with(Slot::default).take(plan.nodes.len()).collect();
-    if walk(bytes, &plan, &mut slots).is_err() {
-        return (Vec::new(), specs.iter().map(|s| format(None, s.fmt)).collect());
-    }
-    let fields = specs.iter().map(|s| field_value(&plan, &slots, s)).collect();
-    (labels(&plan, &mut slots), fields)
+    run(bytes, specs, Walks::Both).unwrap_or_else(|| failed(specs))
 }
 
-fn walk(bytes: &[u8], plan: &Plan<'_>, slots: &mut [Slot]) -> serde_json::Result<()> {
-    let text = std::str::from_utf8(bytes).map_err(|e| serde_json::Error::custom(e.to_string()))?;
+/// Which walks `run` may take (the tests take each alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))]
+enum Walks {
+    /// The scanner, then the serde walk if it declines (what `extract` does).
+    Both,
+    /// The scanner only: None when it declines.
+    Fast,
+    /// The serde walk only.
+    Serde,
+}
+
+/// The extraction by `walks`; None: the document fails (or, `Walks::Fast`, the scanner declined).
+fn run(bytes: &[u8], specs: &[FieldSpec], walks: Walks) -> Option<Extracted> {
+    let plan = Plan::new(specs);
+    let mut slots: Vec<Slot> = std::iter::repeat_with(Slot::default).take(plan.nodes.len()).collect();
+    if walks == Walks::Serde || fastscan::walk(bytes, &plan, &mut slots).is_none() {
+        if walks == Walks::Fast {
+            return None;
+        }
+        slots.fill_with(Slot::default);
+        walk(std::str::from_utf8(bytes).ok()?, &plan, &mut slots).ok()?;
+    }
+    let fields = plan.spec_leaves(specs).map(|(s, leaves)| field_value(&plan, &mut slots, s.fmt, leaves)).collect();
+    Some((labels(&plan, &mut slots), fields))
+}
+
+/// What a document that fails to parse gives: no labels, every field's zero value.
+fn failed(specs: &[FieldSpec]) -> Extracted {
+    (Vec::new(), specs.iter().map(|s| format(None, s.fmt)).collect())
+}
+
+fn walk(text: &str, plan: &Plan<'_>, slots: &mut [Slot]) -> serde_json::Result<()> {
     let mut de = serde_json::Deserializer::from_str(text);
     NodeSeed { plan, slots, id: 0 }.deserialize(&mut de)?;
     de.end()
@@ -209,8 +265,11 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// `entry::step` on the plan: a member of an object, an element of an array.
-    fn step(self, plan: &Plan<'_>, slots: &'a [Slot], step: Step<'_>) -> Option<Self> {
+    /// `entry::step` on the plan, to plan node `child` (a child of this cursor's node, or of
+    /// the node whose value this cursor is inside): a member of an object, an element of an array.
+    #[inline]
+    fn step(self, plan: &Plan<'_>, slots: &'a [Slot], child: usize) -> Option<Self> {
+        let step = plan.nodes[child].step;
         let id = match self {
             Cursor::Value(v) => {
                 return match step {
@@ -222,15 +281,21 @@ impl<'a> Cursor<'a> {
             Cursor::Node(id) => id,
         };
         let fits = matches!((&slots[id], step), (Slot::Object, Step::Key(_)) | (Slot::Array, Step::Index(_)));
-        let child = plan.child(id, step).filter(|_| fits)?;
-        (!matches!(slots[child], Slot::Absent)).then(|| Cursor::at(slots, child))
+        (fits && !matches!(slots[child], Slot::Absent)).then(|| Cursor::at(slots, child))
     }
 
-    fn resolve<'s>(mut self, plan: &Plan<'_>, slots: &'a [Slot], path: impl IntoIterator<Item = Step<'s>>) -> Option<Self> {
-        for step in path {
-            self = self.step(plan, slots, step)?;
+    /// `entry::resolve` from the root along the plan path to node `id`.
+    fn reach(plan: &Plan<'_>, slots: &'a [Slot], id: usize) -> Option<Self> {
+        let (mut at, mut done) = (Cursor::at(slots, 0), 0);
+        while done != id {
+            let mut next = id; // the child of `done` on the way down to `id`
+            while plan.nodes[next].parent != done {
+                next = plan.nodes[next].parent;
+            }
+            at = at.step(plan, slots, next)?;
+            done = next;
         }
-        Some(self)
+        Some(at)
     }
 
     fn value(self) -> Option<&'a Value> {
@@ -241,24 +306,36 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// `entry::field_value` over the walk's slots.
-fn field_value(plan: &Plan<'_>, slots: &[Slot], spec: &FieldSpec) -> String {
-    let root = Cursor::at(slots, 0);
-    let last = spec.paths.len().saturating_sub(1);
-    for (i, path) in spec.paths.iter().enumerate() {
-        let Some((leaf, parent)) = path.split_last() else { return format(root.value(), spec.fmt) };
-        let parent = root.resolve(plan, slots, parent.iter().map(Step::from)).filter(|p| p.is_object(slots));
-        if parent.is_none() && i < last {
+/// `entry::field_value` over the walk's slots, for a spec whose paths end at `leaves`.
+/// A string leaf that nothing else reads (no other path, spec or label below it) is moved out
+/// of its slot rather than copied.
+fn field_value(plan: &Plan<'_>, slots: &mut [Slot], fmt: Fmt, leaves: &[usize]) -> String {
+    for (i, &leaf) in leaves.iter().enumerate() {
+        if leaf == 0 {
+            return format(Cursor::at(slots, 0).value(), fmt); // the empty path
+        }
+        let parent = Cursor::reach(plan, slots, plan.nodes[leaf].parent).filter(|p| p.is_object(slots));
+        if parent.is_none() && i + 1 < leaves.len() {
             continue;
         }
-        return format(parent.and_then(|p| p.step(plan, slots, Step::from(leaf))).and_then(Cursor::value), spec.fmt);
+        let hit = parent.and_then(|p| p.step(plan, slots, leaf));
+        let node = &plan.nodes[leaf];
+        let own = !node.shared && node.first_child == 0 && leaf != plan.labels && matches!(parent, Some(Cursor::Node(_)));
+        if fmt == Fmt::Str && own && matches!(hit, Some(Cursor::Value(Value::String(_)))) {
+            // `hit` is this leaf's own slot, which holds a string.
+            return match std::mem::take(&mut slots[leaf]) {
+                Slot::Value(Value::String(s)) => s,
+                _ => String::new(),
+            };
+        }
+        return format(hit.and_then(Cursor::value), fmt);
     }
-    format(None, spec.fmt)
+    format(None, fmt)
 }
 
 /// `entry::labels_of` over the walk's slots.
 fn labels(plan: &Plan<'_>, slots: &mut [Slot]) -> Vec<(String, String)> {
-    match Cursor::at(slots, 0).resolve(plan, slots, LABELS) {
+    match Cursor::reach(plan, slots, plan.labels) {
         Some(Cursor::Value(v)) => v.as_object().map(string_members).unwrap_or_default(),
         Some(Cursor::Node(id)) => match std::mem::take(&mut slots[id]) {
             Slot::Labels(members) => last_strings(members),
@@ -454,6 +531,9 @@ impl<'de> Visitor<'de> for SkipVisitor {
 
     scalars!(Skip(None), no_str);
 }
+
+#[path = "fastscan.rs"]
+mod fastscan;
 
 #[cfg(test)]
 #[path = "extract_tests.rs"]
