@@ -16,8 +16,8 @@ Per workload, on a fresh cluster (upstream runs each case on its own, too):
    then adds its pile of pods that fit no node (not waited for);
 6. measuring: the throughput collector starts, the measured pods are POSTed `--concurrency` at a
    time (bodies encoded beforehand; `bench.httppost`, a lean keep-alive client, so that creating
-   takes little of the machine the API server and the scheduler share), Unschedulable's high-priority 9-cpu pods at 5/s alongside,
-   until every measured pod is bound. Bound pods are seen through one pod watch
+   takes little of the machine the API server and the scheduler share), Unschedulable's
+   high-priority 9-cpu pods at 5/s alongside, until every measured pod is bound. Bound pods are seen through one pod watch
    (`fieldSelector=spec.nodeName!=`), sampled every second (`bench.scheduler_perf_collect`);
 7. checks: a LIST of every pod (placement: no node over its 4 cpu, no two anti-affinity pods on
    one node, zone skew of the spread pods, whole gangs only), preemption victims deleted, the
