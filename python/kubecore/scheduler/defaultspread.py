@@ -19,7 +19,7 @@ upstream's `requireAllTopologies` is off: a node without the zone label still sc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kubecore.scheduler.config_args import PodTopologySpreadArgs
@@ -46,10 +46,12 @@ def _selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def default_selector(pod: Obj, *, services: Iterable[Obj], controller: Obj | None,
+def default_selector(pod: Obj, *, services: Sequence[Obj], controller: Obj | None,
                      controller_kind: tuple[str, str] = ("", "")) -> Obj | None:
     """The pod's default LabelSelector; `controller` is its controlling object (looked up by the
     caller from `controller_ref`), `controller_kind` its (apiVersion, kind)."""
+    if controller is None and not services:
+        return None  # the usual case (a pod without an owner, no Services): nothing to select
     labels = (pod.get("metadata") or {}).get("labels") or {}
     merged: dict[str, str] = {}
     for svc in services:

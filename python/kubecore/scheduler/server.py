@@ -169,8 +169,6 @@ class LiveScheduler:
             resource = CONTROLLER_RESOURCES.get(kind)
             owner = inf[resource].indexer.get_by_key(f"{namespace}/{ref['name']}") if ref and resource else None
             services = inf["services"].indexer.by_index(NAMESPACE_INDEX, namespace)
-            if owner is None and not services:
-                return None  # the usual case, what default_selector would say
             return defaultspread.default_selector(pod, services=services, controller=owner, controller_kind=kind)
 
         def activate(pods: list[Obj]) -> None:

@@ -374,13 +374,19 @@ pub fn totals(
     if profile.scores.is_empty() {
         return vec![1; slots.len()];
     }
-    // Plugins that score every node the same add to all totals alike.
-    let base: i64 = profile
-        .scores
-        .iter()
-        .filter(|&&(p, _)| !skipped(p, snap, q))
-        .filter_map(|&(p, w)| Some(constant(p, snap)? * w))
-        .sum();
+    // Each plugin once: skipped (adds nothing), the same on every node (adds to all totals
+    // alike), or scored below.
+    let mut base = 0i64;
+    let mut scored: SmallVec<[(ScorePlugin, i64); 8]> = SmallVec::new();
+    for &(plugin, weight) in &profile.scores {
+        if skipped(plugin, snap, q) {
+            continue;
+        }
+        match constant(plugin, snap) {
+            Some(score) => base += score * weight,
+            None => scored.push((plugin, weight)),
+        }
+    }
     let key = cache.as_ref().and_then(|_| resource_key(profile, q)).filter(|_| slots.len() < PARALLEL_SCORE_NODES);
     let cached = key.is_some();
     let mut total = match (cache, key) {
@@ -388,10 +394,7 @@ pub fn totals(
         _ => vec![base; slots.len()],
     };
     let mut scores = Vec::new();
-    for &(plugin, weight) in &profile.scores {
-        if skipped(plugin, snap, q) || constant(plugin, snap).is_some() {
-            continue;
-        }
+    for &(plugin, weight) in &scored {
         if cached && matches!(plugin, ScorePlugin::NodeResourcesFit | ScorePlugin::NodeResourcesBalancedAllocation) {
             continue;
         }
