@@ -59,6 +59,7 @@ from bench.scheduler_perf_workloads import (GANG_SIZE, HIGH_PRIORITY_CLASS, POD_
 from kubecore.client.config import ClientConfig
 from kubecore.client.errors import ApiError
 from kubecore.client.rest import RestClient
+from kubecore.heap import settle_heap
 
 _encode = msgspec.json.encode
 NODE_MILLICPU = 4000
@@ -154,6 +155,9 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
 async def measure(w: Workload, args: argparse.Namespace, *, rest: RestClient, server: Server,
                   sched: SchedulerProcess, bound: BoundPods) -> dict[str, Any]:
     bodies = pod_bodies(w.measured)
+    # The load generator shares the machine with what it measures: its own collector must not
+    # re-walk the pre-encoded bodies and the bound-pod records during the measured phase.
+    settle_heap()
     profiler = _start_profiler(sched.pid, args, f"scheduler_{w.name}")
     server_profiler = _start_profiler(server.pid, args, f"apiserver_{w.name}")
     churned = [0]
