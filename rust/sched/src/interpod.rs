@@ -14,10 +14,12 @@
 //!    anti-affinity rules".
 //!
 //! Score: per topology pair, + weight for each counted pod a preferred affinity term of the pod
-//! matches, - weight for anti-affinity; + 1 (hardPodAffinityWeight) for each counted pod whose
-//! required affinity term matches the pod; ± weight for existing pods' preferred terms that
-//! match the pod. A node sums the pairs of its labels; scores are scaled to 0..100 between the
-//! lowest and the highest.
+//! matches, - weight for anti-affinity; + hardPodAffinityWeight (default 1, 0: none) for each
+//! counted pod whose required affinity term matches the pod; ± weight for existing pods'
+//! preferred terms that match the pod (none of the existing pods' terms count for a pod without
+//! preferred terms under ignorePreferredTermsOfExistingPods). Pods on nodes without labels add
+//! nothing. A node sums the pairs of its labels; scores are scaled to 0..100 between the lowest
+//! and the highest of the feasible nodes (all 0 when no pair was scored).
 
 use std::collections::HashMap;
 
@@ -39,6 +41,13 @@ type Pair = (u32, u32);
 fn pair(labels: &[(u32, u32)], key: Option<u32>) -> Option<Pair> {
     let k = key?;
     Some((k, label(labels, k)?))
+}
+
+/// Every counted pod that is on a node, with the node's slot. Not `snap.order`: that list is
+/// only rebuilt at the start of a cycle, and preemption's calls (or a cycle's PreFilter state
+/// built by `Query::new` outside `schedule_pod`) may come after nodes were added or removed.
+fn placed(snap: &Snapshot) -> impl Iterator<Item = (&PodEntry, usize)> {
+    snap.pods.iter().flatten().filter_map(|p| Some((p, p.slot? as usize)))
 }
 
 /// The required terms' PreFilter state for one pod.
@@ -72,13 +81,8 @@ impl Filter {
         if f.affinity.is_empty() && f.anti.is_empty() {
             return (!f.existing_anti.is_empty()).then_some(f);
         }
-        for &slot in &snap.order {
-            let labels = &snap.cols.labels[slot as usize];
-            for &id in &snap.cols.pods[slot as usize] {
-                if let Some(p) = snap.pods[id as usize].as_ref() {
-                    f.account_incoming(snap, labels, p, 1);
-                }
-            }
+        for (p, s) in placed(snap) {
+            f.account_incoming(snap, &snap.cols.labels[s], p, 1);
         }
         Some(f)
     }
@@ -89,13 +93,13 @@ impl Filter {
         if !self.affinity.is_empty() && self.affinity.iter().all(matches) {
             for t in &self.affinity {
                 if let Some(pr) = pair(labels, t.key) {
-                    *self.affinity_counts.entry(pr).or_insert(0) += delta;
+                    bump(&mut self.affinity_counts, pr, delta);
                 }
             }
         }
         for t in self.anti.iter().filter(|t| matches(t)) {
             if let Some(pr) = pair(labels, t.key) {
-                *self.anti_counts.entry(pr).or_insert(0) += delta;
+                bump(&mut self.anti_counts, pr, delta);
             }
         }
     }
@@ -105,9 +109,24 @@ impl Filter {
         let Some(terms) = &p.affinity else { return };
         for t in terms.anti_affinity.iter().filter(|t| t.matches_strings(&pod.namespace, &pod.labels)) {
             if let Some(pr) = pair(labels, snap.strings.get(&t.key)) {
-                *self.existing_anti.entry(pr).or_insert(0) += delta;
+                bump(&mut self.existing_anti, pr, delta);
             }
         }
+    }
+
+    /// The PreFilter tallies by (topology key, value), sorted: (affinity, anti-affinity,
+    /// existing pods' anti-affinity), upstream's `affinityCounts`, `antiAffinityCounts` and
+    /// `existingAntiAffinityCounts`.
+    pub fn tallies(&self, snap: &Snapshot) -> [Vec<((String, String), i64)>; 3] {
+        let named = |m: &HashMap<Pair, i64>| {
+            let mut v: Vec<((String, String), i64)> = m
+                .iter()
+                .map(|(&(k, val), &n)| ((snap.strings.name(k).to_string(), snap.strings.name(val).to_string()), n))
+                .collect();
+            v.sort();
+            v
+        };
+        [named(&self.affinity_counts), named(&self.anti_counts), named(&self.existing_anti)]
     }
 
     /// None when the node with `labels` passes, else (reason, unresolvable).
@@ -142,10 +161,38 @@ impl Filter {
     }
 }
 
+/// `topologyToMatchedTermCount.update`: a pair whose count drops to zero is deleted, so that
+/// an empty map means "no pod matches anywhere" (the first pod of a group) after RemovePod too.
+fn bump(m: &mut HashMap<Pair, i64>, pr: Pair, delta: i64) {
+    let n = m.entry(pr).or_insert(0);
+    *n += delta;
+    if *n == 0 {
+        m.remove(&pr);
+    }
+}
+
+/// InterPodAffinityArgs as the score reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Args {
+    /// Weight of an existing pod's required affinity term that matches the pod (0: not counted).
+    pub hard_pod_affinity_weight: i64,
+    /// Without preferred terms of its own, the pod scores 0 everywhere (PreScore Skip): the
+    /// existing pods' terms are not looked at.
+    pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+impl Default for Args {
+    /// Upstream's defaults.
+    fn default() -> Self {
+        Args { hard_pod_affinity_weight: HARD_POD_AFFINITY_WEIGHT, ignore_preferred_terms_of_existing_pods: false }
+    }
+}
+
 /// Accumulates topology scores: pair -> weight.
 struct TopologyScore<'a> {
     snap: &'a Snapshot,
     pod: &'a ParsedPod,
+    hard_weight: i64,
     scores: HashMap<Pair, i64>,
 }
 
@@ -164,7 +211,8 @@ impl TopologyScore<'_> {
             }
         }
         let Some(theirs) = &p.affinity else { return };
-        let hard = theirs.affinity.iter().map(|t| (HARD_POD_AFFINITY_WEIGHT, t, 1));
+        let hard_weight = self.hard_weight;
+        let hard = theirs.affinity.iter().filter(|_| hard_weight > 0).map(|t| (hard_weight, t, 1));
         let soft = theirs.preferred_affinity.iter().map(|(w, t)| (*w, t, 1));
         let soft_anti = theirs.preferred_anti_affinity.iter().map(|(w, t)| (*w, t, -1));
         for (w, t, sign) in hard.chain(soft).chain(soft_anti) {
@@ -177,24 +225,26 @@ impl TopologyScore<'_> {
     }
 }
 
-/// InterPodAffinity's normalized scores for the feasible `slots`.
+/// InterPodAffinity's normalized scores for the feasible `slots`, with upstream's default args.
 pub fn scores(snap: &Snapshot, pod: &ParsedPod, slots: &[u32], out: &mut [i64]) {
+    scores_with(snap, pod, slots, out, &Args::default());
+}
+
+/// InterPodAffinity's normalized scores for the feasible `slots` under `args`.
+pub fn scores_with(snap: &Snapshot, pod: &ParsedPod, slots: &[u32], out: &mut [i64], args: &Args) {
     let compile = |ts: &[(i64, Term)]| ts.iter().map(|(w, t)| (*w, CTerm::compile(t, &snap.strings))).collect::<Vec<_>>();
     let preferred = compile(&pod.affinity.preferred_affinity);
     let anti = compile(&pod.affinity.preferred_anti_affinity);
-    let mut ts = TopologyScore { snap, pod, scores: HashMap::new() };
+    let mut ts = TopologyScore { snap, pod, hard_weight: args.hard_pod_affinity_weight, scores: HashMap::new() };
     if preferred.is_empty() && anti.is_empty() {
-        for (p, s) in snap.pods_with_affinity() {
-            ts.existing(&snap.cols.labels[s], p, &[], &[]);
+        if !args.ignore_preferred_terms_of_existing_pods {
+            for (p, s) in snap.pods_with_affinity() {
+                ts.existing(&snap.cols.labels[s], p, &[], &[]);
+            }
         }
     } else {
-        for &slot in &snap.order {
-            let labels = &snap.cols.labels[slot as usize];
-            for &id in &snap.cols.pods[slot as usize] {
-                if let Some(p) = snap.pods[id as usize].as_ref() {
-                    ts.existing(labels, p, &preferred, &anti);
-                }
-            }
+        for (p, s) in placed(snap) {
+            ts.existing(&snap.cols.labels[s], p, &preferred, &anti);
         }
     }
     if ts.scores.is_empty() {

@@ -7,7 +7,9 @@
 //!   other is read from the term's `resolvedNamespaces` field, which the caller fills with the
 //!   namespaces the selector selected (missing: it selects none).
 //! - matchLabelKeys / mismatchLabelKeys add `key In (v)` / `key NotIn (v)` with the value of
-//!   the term owner's label `key` (keys the owner lacks are skipped).
+//!   the term owner's label `key` (keys the owner lacks are skipped); a term without
+//!   labelSelector matches nothing and gets none added (upstream merges them at pod creation,
+//!   in the API server, the same way).
 //! - Preferred terms carry their weight; weight 0 terms are dropped.
 
 use crate::api::{self, PodAffinityTerm};
@@ -29,9 +31,14 @@ fn label_pairs(keys: Option<&Vec<String>>, labels: &[(String, String)]) -> Vec<(
 
 impl Term {
     fn parse(t: &PodAffinityTerm, namespace: &str, labels: &[(String, String)]) -> Term {
-        let selector = Selector::parse(t.label_selector.as_ref())
-            .with_requirements(&label_pairs(t.match_label_keys.as_ref(), labels), Op::In)
-            .with_requirements(&label_pairs(t.mismatch_label_keys.as_ref(), labels), Op::NotIn);
+        let selector = match t.label_selector.as_ref() {
+            // A missing labelSelector matches nothing and stays so: the label keys are not
+            // merged into it (upstream's applyMatchLabelKeysAndMismatchLabelKeys).
+            None => Selector::Nothing,
+            Some(sel) => Selector::parse(Some(sel))
+                .with_requirements(&label_pairs(t.match_label_keys.as_ref(), labels), Op::In)
+                .with_requirements(&label_pairs(t.mismatch_label_keys.as_ref(), labels), Op::NotIn),
+        };
         let mut namespaces = t.namespaces.clone().unwrap_or_default();
         let all_namespaces = match &t.namespace_selector {
             None => {
