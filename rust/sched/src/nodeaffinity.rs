@@ -6,13 +6,18 @@
 //! - terms are ORed; inside a term, matchExpressions and matchFields are ANDed;
 //! - a term with neither matches nothing; an empty required term list matches nothing;
 //! - a term that does not parse (unknown operator, In/NotIn without values, Exists with values,
-//!   Gt/Lt without exactly one integer) matches nothing, and the other terms still count;
+//!   Gt/Lt without exactly one integer, a key that is not a qualified name, a value that is not a
+//!   valid label value: `labels.NewRequirement`) matches nothing, and the other terms still count;
 //! - NotIn and DoesNotExist match a node without the key; Gt/Lt need the label to be an integer;
 //! - matchFields knows `metadata.name` with In/NotIn and exactly one value (other keys read "").
 //! - preferred terms of weight 0, empty, or that do not parse are left out.
+//! - NodeAffinityArgs.addedAffinity ([`AddedAffinity`]): its required terms are checked before the
+//!   pod's (failing them is "scheduler-enforced"), its preferred terms add to the pod's; a term of
+//!   it that does not parse is a configuration error, as upstream's plugin constructor.
 
-use crate::api::{NodeSelectorRequirement, NodeSelectorTerm, PodSpec};
+use crate::api::{self, NodeSelectorRequirement, NodeSelectorTerm, PodSpec};
 use crate::intern::Interner;
+use crate::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
@@ -66,8 +71,53 @@ impl PodNodeSelector {
     }
 }
 
+/// `validation.IsQualifiedName`: an optional DNS-subdomain prefix and "/", then a name of at most
+/// 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric.
+pub fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if name.contains('/') {
+        return false;
+    }
+    prefix.is_none_or(is_dns1123_subdomain) && !name.is_empty() && name.len() <= 63 && is_name_part(name)
+}
+
+/// `validation.IsValidLabelValue`: empty, or at most 63 characters as a qualified name's name part.
+pub fn is_valid_label_value(value: &str) -> bool {
+    value.is_empty() || (value.len() <= 63 && is_name_part(value))
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
+fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    let ext = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
+    match (b.first(), b.last()) {
+        (Some(f), Some(l)) => f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric() && b.iter().all(ext),
+        _ => false,
+    }
+}
+
+/// `validation.IsDNS1123Subdomain`: at most 253 characters, dot-separated lowercase RFC 1123 labels.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    let label = |l: &str| {
+        let b = l.as_bytes();
+        let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        match (b.first(), b.last()) {
+            (Some(f), Some(e)) => alnum(f) && alnum(e) && b.iter().all(|c| alnum(c) || *c == b'-'),
+            _ => false,
+        }
+    };
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(label)
+}
+
 fn parse_requirement(r: &NodeSelectorRequirement) -> Option<Requirement> {
     let values = r.values.clone().unwrap_or_default();
+    let key = r.key.clone().unwrap_or_default();
+    if !is_qualified_name(&key) || !values.iter().all(|v| is_valid_label_value(v)) {
+        return None;
+    }
     let op = match r.operator.as_deref()? {
         "In" => Op::In,
         "NotIn" => Op::NotIn,
@@ -86,7 +136,7 @@ fn parse_requirement(r: &NodeSelectorRequirement) -> Option<Requirement> {
         },
         _ => 0,
     };
-    Some(Requirement { key: r.key.clone().unwrap_or_default(), op, values, bound })
+    Some(Requirement { key, op, values, bound })
 }
 
 fn parse_field(r: &NodeSelectorRequirement) -> Option<FieldRequirement> {
@@ -104,14 +154,57 @@ fn parse_field(r: &NodeSelectorRequirement) -> Option<FieldRequirement> {
 
 /// A term, or None when it is empty or does not parse (it then matches nothing).
 pub fn parse_term(t: &NodeSelectorTerm) -> Option<Term> {
+    parse_term_strict(t).ok().flatten()
+}
+
+/// A term: Ok(None) when it is empty, Err when it does not parse.
+fn parse_term_strict(t: &NodeSelectorTerm) -> Result<Option<Term>, ()> {
     let exprs = t.match_expressions.as_deref().unwrap_or_default();
     let fields = t.match_fields.as_deref().unwrap_or_default();
     if exprs.is_empty() && fields.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let labels = exprs.iter().map(parse_requirement).collect::<Option<Vec<_>>>()?;
-    let fields = fields.iter().map(parse_field).collect::<Option<Vec<_>>>()?;
-    Some(Term { labels, fields })
+    let labels = exprs.iter().map(parse_requirement).collect::<Option<Vec<_>>>().ok_or(())?;
+    let fields = fields.iter().map(parse_field).collect::<Option<Vec<_>>>().ok_or(())?;
+    Ok(Some(Term { labels, fields }))
+}
+
+/// `NodeAffinityArgs.addedAffinity`, parsed once for a profile.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AddedAffinity {
+    /// Required terms (None: none; empty terms are left out, as in `NewNodeSelector`).
+    pub required: Option<Vec<Term>>,
+    /// Preferred terms of non-zero weight.
+    pub preferred: Vec<(i64, Term)>,
+}
+
+impl AddedAffinity {
+    /// From the JSON of a `v1.NodeAffinity`; a term that does not parse is an error.
+    pub fn from_json(bytes: &[u8]) -> Result<AddedAffinity, Error> {
+        let na: api::NodeAffinity =
+            serde_json::from_slice(bytes).map_err(|e| Error::Config(format!("addedAffinity: {e}")))?;
+        let bad = |what: &str, i: usize| Error::Config(format!("addedAffinity: {what}[{i}] does not parse"));
+        let required = match &na.required_during_scheduling_ignored_during_execution {
+            None => None,
+            Some(sel) => {
+                let mut terms = Vec::new();
+                for (i, t) in sel.node_selector_terms.iter().flatten().enumerate() {
+                    let what = "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+                    terms.extend(parse_term_strict(t).map_err(|_| bad(what, i))?);
+                }
+                Some(terms)
+            }
+        };
+        let mut preferred = Vec::new();
+        let prefs = na.preferred_during_scheduling_ignored_during_execution.as_deref().unwrap_or_default();
+        for (i, p) in prefs.iter().enumerate() {
+            let weight = i64::from(p.weight.unwrap_or(0));
+            let Some(t) = p.preference.as_ref().filter(|_| weight != 0) else { continue };
+            let what = "preferredDuringSchedulingIgnoredDuringExecution";
+            preferred.extend(parse_term_strict(t).map_err(|_| bad(what, i))?.map(|t| (weight, t)));
+        }
+        Ok(AddedAffinity { required, preferred })
+    }
 }
 
 pub fn parse(spec: &PodSpec) -> PodNodeSelector {
@@ -203,36 +296,75 @@ impl CRequirement {
     }
 }
 
+/// NodeAffinity's Filter reason for the pod's own nodeSelector and terms.
+pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
+/// NodeAffinity's Filter reason for the profile's addedAffinity.
+pub const ERR_REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
+
 /// A pod's node selection compiled for one scheduling cycle.
 #[derive(Debug, Clone, Default)]
 pub struct Compiled {
     /// spec.nodeSelector as (key, value) ids; `None` when some string is unknown (matches nothing).
     node_selector: Option<Vec<(u32, u32)>>,
     required: Option<Vec<CTerm>>,
+    /// The profile's addedAffinity required terms.
+    enforced: Option<Vec<CTerm>>,
     pub preferred: Vec<(i64, CTerm)>,
     /// Whether Filter has anything to check.
     pub filters: bool,
 }
 
+fn compile_terms(ts: &[Term], strings: &Interner) -> Vec<CTerm> {
+    ts.iter().map(|t| CTerm::compile(t, strings)).collect()
+}
+
+fn any_matches(ts: &[CTerm], labels: &[(u32, u32)], name: &str, strings: &Interner) -> bool {
+    ts.iter().any(|t| t.matches(labels, name, strings))
+}
+
 impl Compiled {
     pub fn new(sel: &PodNodeSelector, strings: &Interner) -> Compiled {
+        Compiled::with_added(sel, None, strings)
+    }
+
+    /// The pod's selection with the profile's addedAffinity, if any.
+    pub fn with_added(sel: &PodNodeSelector, added: Option<&AddedAffinity>, strings: &Interner) -> Compiled {
         let node_selector =
             sel.node_selector.iter().map(|(k, v)| Some((strings.get(k)?, strings.get(v)?))).collect::<Option<Vec<_>>>();
+        let enforced = added.and_then(|a| a.required.as_deref()).map(|ts| compile_terms(ts, strings));
+        let added_preferred = added.map(|a| a.preferred.as_slice()).unwrap_or_default();
         Compiled {
             node_selector,
-            required: sel.required.as_ref().map(|ts| ts.iter().map(|t| CTerm::compile(t, strings)).collect()),
-            preferred: sel.preferred.iter().map(|(w, t)| (*w, CTerm::compile(t, strings))).collect(),
-            filters: !sel.is_empty(),
+            required: sel.required.as_deref().map(|ts| compile_terms(ts, strings)),
+            filters: !sel.is_empty() || enforced.is_some(),
+            enforced,
+            preferred: sel.preferred.iter().chain(added_preferred).map(|(w, t)| (*w, CTerm::compile(t, strings))).collect(),
         }
     }
 
-    /// `RequiredNodeAffinity.Match`: nodeSelector, then any required term.
+    /// NodeAffinity's Filter: the addedAffinity's required terms first (`ERR_REASON_ENFORCED`),
+    /// then the pod's nodeSelector and required terms (`ERR_REASON_POD`).
+    pub fn failure(&self, labels: &[(u32, u32)], name: &str, strings: &Interner) -> Option<&'static str> {
+        if self.enforced.as_deref().is_some_and(|ts| !any_matches(ts, labels, name, strings)) {
+            return Some(ERR_REASON_ENFORCED);
+        }
+        (!self.pod_required_match(labels, name, strings)).then_some(ERR_REASON_POD)
+    }
+
+    /// Whether the node passes the Filter (addedAffinity and the pod's own selection).
     pub fn required_match(&self, labels: &[(u32, u32)], name: &str, strings: &Interner) -> bool {
+        self.enforced.as_deref().is_none_or(|ts| any_matches(ts, labels, name, strings))
+            && self.pod_required_match(labels, name, strings)
+    }
+
+    /// `RequiredNodeAffinity.Match`: the pod's nodeSelector, then any of its required terms
+    /// (without the addedAffinity: what PodTopologySpread's nodeAffinityPolicy Honor uses).
+    pub fn pod_required_match(&self, labels: &[(u32, u32)], name: &str, strings: &Interner) -> bool {
         let selector_ok = match &self.node_selector {
             Some(pairs) => pairs.iter().all(|&(k, v)| label(labels, k) == Some(v)),
             None => false,
         };
-        selector_ok && self.required.as_ref().is_none_or(|ts| ts.iter().any(|t| t.matches(labels, name, strings)))
+        selector_ok && self.required.as_deref().is_none_or(|ts| any_matches(ts, labels, name, strings))
     }
 
     /// The NodeAffinity score before normalizing: the weights of the preferred terms that match.

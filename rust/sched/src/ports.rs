@@ -55,8 +55,10 @@ pub fn pod_host_ports(spec: &PodSpec) -> Vec<HostPort> {
 pub struct UsedPorts(Vec<(HostPort, u32)>);
 
 impl UsedPorts {
+    /// Counts a use of each port; a port number <= 0 is no host port and is left out
+    /// (`HostPortInfo.Add`).
     pub fn add(&mut self, ports: &[HostPort]) {
-        for p in ports {
+        for p in ports.iter().filter(|p| p.port > 0) {
             match self.0.iter_mut().find(|(q, _)| q == p) {
                 Some((_, n)) => *n += 1,
                 None => self.0.push((p.clone(), 1)),
@@ -79,10 +81,16 @@ impl UsedPorts {
         self.0.is_empty()
     }
 
+    /// How many distinct (ip, protocol, port) are in use (`HostPortInfo.Len`).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// Whether any of `wanted` conflicts with a port in use, not counting the uses in `ignored`
-    /// (the ports of pods a preemption dry run takes away).
+    /// (the ports of pods a preemption dry run takes away). A wanted port number <= 0 conflicts
+    /// with nothing (`HostPortInfo.CheckConflict`).
     pub fn conflicts(&self, wanted: &[HostPort], ignored: &[HostPort]) -> bool {
-        wanted.iter().any(|w| {
+        wanted.iter().filter(|w| w.port > 0).any(|w| {
             self.0.iter().any(|(used, n)| {
                 let gone = ignored.iter().filter(|&i| i == used).count() as u32;
                 *n > gone && w.conflicts_with(used)
