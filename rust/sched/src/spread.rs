@@ -7,7 +7,8 @@
 //!   nodeSelector/required affinity; nodeTaintsPolicy Ignore by default, Honor: no untolerated
 //!   NoSchedule/NoExecute taint);
 //! - a domain's count is the pods on its counted nodes in the pod's namespace, not terminating,
-//!   matched by the selector (labelSelector plus matchLabelKeys; an empty selector counts none);
+//!   matched by the selector (labelSelector plus matchLabelKeys, which leave a missing
+//!   labelSelector selecting nothing; an empty selector counts none);
 //! - a node passes when `count(domain) + (pod matches its own selector) - min over domains
 //!   <= maxSkew`, the minimum being 0 while there are fewer domains than minDomains. A node
 //!   without a constraint's key fails as UnschedulableAndUnresolvable "... (missing required label)",
@@ -23,8 +24,8 @@
 //! `helper.DefaultSelector`). The scheduler resolves them (the kernels have no Services) and
 //! passes them beside the pod (`kubecoreDefaultSpread`). With `defaultingType: System` a node
 //! lacking a key is not ignored: it scores by the constraints whose key it has (upstream's
-//! `requireAllTopologies` false), and its missing value counts as one more domain, as upstream's
-//! empty label value does.
+//! `requireAllTopologies` false), and its missing value counts in the domain of the value "",
+//! as upstream reads a missing label.
 
 use std::collections::HashMap;
 
@@ -71,11 +72,17 @@ fn parse_list(list: &[TopologySpreadConstraint], system_default: bool, pod_label
     list.iter()
         .map(|c| {
             let keys: Vec<(String, String)> = c.match_label_keys.iter().flatten().filter_map(get).collect();
+            // upstream's mergeLabelSetWithSelector: a selector of nothing (no labelSelector)
+            // stays one; matchLabelKeys only narrow a selector that has requirements
+            let selector = match Selector::parse(c.label_selector.as_ref()) {
+                Selector::Nothing => Selector::Nothing,
+                s => s.with_labels(&keys),
+            };
             Constraint {
                 max_skew: c.max_skew.unwrap_or(1),
                 key: c.topology_key.clone().unwrap_or_default(),
                 hard: c.when_unsatisfiable.as_deref() != Some("ScheduleAnyway"),
-                selector: Selector::parse(c.label_selector.as_ref()).with_labels(&keys),
+                selector,
                 min_domains: c.min_domains.unwrap_or(1),
                 honor_affinity: c.node_affinity_policy.as_deref() != Some("Ignore"),
                 honor_taints: c.node_taints_policy.as_deref() == Some("Honor"),
@@ -172,6 +179,17 @@ impl Filter {
         Filter { constraints, domains }
     }
 
+    /// PreFilter's tally (upstream's `TpValueToMatchNum`): per hard constraint, the eligible
+    /// domains' values with their matching pods, sorted by value.
+    pub fn domain_counts(&self, snap: &Snapshot) -> Vec<Vec<(String, i64)>> {
+        let named = |d: &HashMap<u32, i64>| {
+            let mut v: Vec<(String, i64)> = d.iter().map(|(&k, &n)| (snap.strings.name(k).to_string(), n)).collect();
+            v.sort();
+            v
+        };
+        self.domains.iter().map(named).collect()
+    }
+
     /// None when the node passes, else (reason, unresolvable).
     pub fn check(&self, labels: &[(u32, u32)]) -> Option<(&'static str, bool)> {
         for (c, d) in self.constraints.iter().zip(&self.domains) {
@@ -210,11 +228,13 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
     // upstream's requireAllTopologies: false only for the System default constraints
     let require_all = !cs.iter().any(|c| c.system_default);
     let value_of = |c: &CConstraint, s: usize| c.key.and_then(|k| label(&cols.labels[s], k));
+    // upstream reads a missing label as "": the same domain as a label whose value is ""
+    let missing = snap.strings.get("").unwrap_or(MISSING);
     let ignored: Vec<bool> = slots.iter().map(|&s| require_all && !has_keys(&cols.labels[s as usize], cs)).collect();
     let mut domains: Vec<HashMap<u32, i64>> = vec![HashMap::new(); cs.len()];
     for (&s, _) in slots.iter().zip(&ignored).filter(|(_, &ig)| !ig) {
         for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
-            d.entry(value_of(c, s as usize).unwrap_or(MISSING)).or_insert(0);
+            d.entry(value_of(c, s as usize).unwrap_or(missing)).or_insert(0);
         }
     }
     let kept = ignored.iter().filter(|&&ig| !ig).count();
@@ -226,7 +246,7 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
             continue;
         }
         for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
-            let value = value_of(c, s).unwrap_or(MISSING);
+            let value = value_of(c, s).unwrap_or(missing);
             if d.contains_key(&value) && included(snap, q, c, s) {
                 *d.get_mut(&value).expect("present") += count_on(snap, s, c, ns);
             }
@@ -247,8 +267,8 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
     normalize(out, &ignored);
 }
 
-/// The domain of nodes without a constraint's key when they are not ignored (upstream reads
-/// the missing label as "", one more domain).
+/// The domain of nodes without a constraint's key when they are not ignored and no label in
+/// the snapshot has the value "" (upstream reads the missing label as "", one more domain).
 const MISSING: u32 = u32::MAX;
 
 /// PodTopologySpread's NormalizeScore: fewer matching pods score higher; ignored nodes 0.

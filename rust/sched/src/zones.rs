@@ -51,6 +51,12 @@ impl NodeTree {
         self.len == 0
     }
 
+    /// The zones in their order with their slots in joining order (upstream's `zones` and
+    /// `tree`).
+    pub fn zones(&self) -> Vec<(&str, &[u32])> {
+        self.zones.iter().map(|z| (z.as_str(), self.tree[z].as_slice())).collect()
+    }
+
     /// All slots, one zone at a time round-robin.
     pub fn list(&self) -> Vec<u32> {
         let zones: Vec<&Vec<u32>> = self.zones.iter().map(|z| &self.tree[z]).collect();
