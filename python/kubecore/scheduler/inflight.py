@@ -86,6 +86,21 @@ class InFlight:
             del self._seqs[:self._head]
             self._head = 0
 
+    def clear(self) -> None:
+        """Forget every pod in flight and every recorded event (the queue is closing)."""
+        self._pods.clear()
+        self._events.clear()
+        self._seqs.clear()
+        self._head = 0
+
+    def timeline(self) -> list[str | ClusterEvent]:
+        """In-flight pod keys and the recorded events still kept, in the order they happened
+        (what upstream's listInFlightEvents shows)."""
+        kept = self._events[self._head:]
+        entries: list[tuple[int, str | ClusterEvent]] = [(seq, key) for key, seq in self._pods.items()]
+        entries += [(seq, event) for seq, event, _, _ in kept]
+        return [entry for _, entry in sorted(entries, key=lambda e: e[0])]
+
     @property
     def recorded(self) -> int:
         return len(self._events) - self._head

@@ -2,9 +2,12 @@
 
 - activeQ: pods ready to be tried, ordered by the profile's QueueSort (PrioritySort: higher
   priority first, then earlier timestamp). `pop` hands out the head and marks it in flight.
-- backoffQ: pods that failed and wait out their backoff: 1 s after the first attempt, doubling
-  per attempt up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds), counted from when
-  they came back. `pop` first moves every pod whose backoff ended to activeQ.
+- backoffQ: pods that failed and wait out their backoff: 1 s after the first failure, doubling
+  per failure up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds), counted from when
+  they came back; failures are the consecutive errors if the last ones were errors, else the
+  unschedulable results (upstream). `pop` first moves every pod whose backoff ended to activeQ.
+  (Upstream's SchedulerPopFromBackoffQ is not modelled: `pop` never takes a pod still backing
+  off, and a pod going to backoffQ does not run PreEnqueue.)
 - unschedulable pool: pods rejected by plugins. A cluster event moves a pod out only when one of
   the plugins that rejected it registered for the event and its queueing hint says QUEUE (to
   backoffQ, or straight to activeQ once the backoff is over or when a Pending plugin asked). Pods
@@ -47,7 +50,6 @@ _POD_SCALE_DOWN = ClusterEvent(ev.POD, ev.ActionType.UPDATE_POD_SCALE_DOWN)
 _POD_ADD = ev.EVENT_UNSCHEDULED_POD_ADD.describe()
 _POD_UPDATE = ev.EVENT_UNSCHEDULED_POD_UPDATE.describe()
 _UNSCHEDULED_POD_EVENTS = (_POD_ADD, _POD_UPDATE)
-_NONE: frozenset[str] = frozenset()
 
 
 class QueueError(Exception):
@@ -166,20 +168,27 @@ class SchedulingQueue:
 
     # ---- backoff ------------------------------------------------------------------------------
 
-    def backoff_duration(self, attempts: int) -> float:
-        """1 s, 2 s, 4 s, 8 s, 10 s, 10 s, ... for attempts 1, 2, 3, ... (0 for none)."""
-        if attempts == 0:
+    def backoff_duration(self, failures: int) -> float:
+        """1 s, 2 s, 4 s, 8 s, 10 s, 10 s, ... after 1, 2, 3, ... failures (0 for none); never
+        more than the maximum (upstream calculateBackoffDuration)."""
+        if failures == 0:
             return 0.0
         d = self.initial_backoff
-        for _ in range(1, attempts):
+        for _ in range(1, failures):
             if d > self.max_backoff - d:
                 return self.max_backoff
             d += d
-        return d
+        return min(d, self.max_backoff)
 
     def _backoff_expiry(self, p: QueuedPodInfo) -> float:
+        """When `p`'s backoff ends: its timestamp (last return to the queue) plus the backoff for
+        its consecutive errors if the last failures were errors, else for its unschedulable
+        failures (upstream getBackoffTime: an error streak is not punished for earlier
+        rejections, nor the reverse). No backoff when the maximum is 0."""
         if p.backoff_expiration is None:
-            p.backoff_expiration = p.timestamp + self.backoff_duration(p.attempts)
+            failures = p.consecutive_errors_count or p.unschedulable_count
+            duration = self.backoff_duration(failures) if self.max_backoff > 0 else 0.0
+            p.backoff_expiration = p.timestamp + duration
         return p.backoff_expiration
 
     def _backing_off(self, p: QueuedPodInfo) -> bool:
@@ -302,9 +311,9 @@ class SchedulingQueue:
         p2.update(new)
         self._unschedulable[key] = p2  # its terms may have changed: index it again
         self.nominator.update(old or new, new)
+        # Every rejecting plugin's hints hear the pod's own update, gated or not (upstream
+        # Update): a Queue runs PreEnqueue again, which may now pass.
         for e in events:
-            if p2.gated and not ev.match_any(e, p2.gating_plugin_events):
-                continue
             if self._requeue(p2, self._worth_requeuing(p2, e, old, new), e.describe()) != UNSCHEDULABLE:
                 break
 
@@ -355,11 +364,13 @@ class SchedulingQueue:
             if p is None:
                 continue
             del self._active[p.key]
+            if p.key in self._inflight:  # queued again while being scheduled: dropped, as upstream
+                continue
             p.attempts += 1
             self._cycle += 1
             p.cycle = self._cycle
-            p.unschedulable_plugins = _NONE
-            p.pending_plugins = _NONE
+            # unschedulable_plugins and pending_plugins stay (upstream keeps them for logging);
+            # the failure path always sets them anew before the pod comes back.
             p.gating_plugin = ""
             p.gating_plugin_events = ()
             self._inflight.pop(p.key)
@@ -617,7 +628,9 @@ class SchedulingQueue:
             waiter.set_result(None)
 
     def close(self) -> None:
+        """Stop the queue: waiters get QueueClosed; pods in flight and their events are dropped."""
         self._closed = True
+        self._inflight.clear()
         self._wake()
 
     # ---- nominated pods ----------------------------------------------------------------------
