@@ -9,11 +9,15 @@ PostFilter, in upstream's order:
 2. Candidates: only nodes the cycle rejected as Unschedulable (never UnschedulableAndUnresolvable,
    which preemption cannot fix). Starting at a random node, dry-run each until enough candidates
    are found: max(minCandidateNodesPercentage % of the potential nodes, minCandidateNodesAbsolute),
-   stopping early only once a candidate without PDB violations exists.
+   stopping early only once a candidate without PDB violations exists. Of each kind (with and
+   without PDB violations) only the first that many found are kept, as upstream's candidate lists.
 3. Victims on a node: remove every pod of lower priority; if the pod still does not fit, the node
    is no candidate. Otherwise add pods back ("reprieve"), most important first (priority, then
    earlier start), PDB-violating ones before the others, keeping each one that still lets the pod
    fit; the rest are the victims, and the PDB-violating victims are counted.
+   A dry run that fails with an error (a PreFilter extension's RemovePod, say) makes its node no
+   candidate; when no candidate is left, PostFilter returns those errors as an Error status
+   (upstream's aggregate message: one error as is, several as "[a, b]").
 4. The node: fewest PDB violations, then the lowest highest-victim priority, then the smallest
    sum of victim priorities, then the fewest victims, then the latest start among the
    highest-priority victims, then the first found.
@@ -54,7 +58,7 @@ from kubecore.scheduler.fiterror import Diagnosis, NodeToStatus, fit_error_messa
 from kubecore.scheduler.handle import Handle
 from kubecore.scheduler.interface import CycleState, PostFilterResult, PreFilterExtensions
 from kubecore.scheduler.nominator import status_nominated_node
-from kubecore.scheduler.plugins.victims import (Candidate, importance_key, native_search, native_select,
+from kubecore.scheduler.plugins.victims import (Candidate, importance_key, keep, native_search, native_select,
                                                 pods_with_pdb_violation, victim_order)
 from kubecore.scheduler.podinfo import NodeInfo, Obj, pod_key, pod_priority
 from kubecore.scheduler.status import Code, Status, as_status
@@ -148,6 +152,9 @@ class DefaultPreemption:
             return None, as_status(RuntimeError("no nodes available"))
         candidates, tried = self.find_candidates(state, pod, statuses, nodes)
         if not candidates:
+            errors = [st.message() for st in tried.explicit.values() if st.code is Code.ERROR]
+            if errors:  # upstream: the dry runs' errors, aggregated, once no candidate is left
+                return None, as_status(RuntimeError(_aggregate(errors)))
             diag = Diagnosis(tried)
             tried.set_absent(Status(_UU, NOT_HELPFUL))
             return PostFilterResult.nominate(""), Status(_U, fit_error_message(len(nodes), diag))
@@ -232,7 +239,7 @@ class DefaultPreemption:
             c, st, was_potential = self._try_node(state, pod, raw, ni, statuses, pdbs)
             classified += was_potential
             if c is not None:
-                (violating if c.pdb_violations else good).append(c)
+                keep(violating if c.pdb_violations else good, c, wanted)
                 if good and len(good) + len(violating) >= wanted:
                     break
             elif st is not None:
@@ -251,13 +258,18 @@ class DefaultPreemption:
             return None, None, False
         st = self.handle.framework.dry_run_node(state, pod, raw, ni, lower)
         if st is None:
-            return self._select_victims(state, pod, raw, ni, lower, pdbs), None, True
+            try:
+                return self._select_victims(state, pod, raw, ni, lower, pdbs), None, True
+            except _DryRunError as e:
+                return None, e.status, True
         if implicit and st.code is _UU:
             return None, None, False  # rejected as unresolvable in the cycle too: not a potential node
         return None, st, True
 
     def _select_victims(self, state: CycleState, pod: Obj, raw: bytes, ni: NodeInfo, lower: list[Obj],
                         pdbs: list[Obj]) -> Candidate:
+        """The victims on a node the pod fits once `lower` are gone; `_DryRunError` when a dry
+        run fails with an error (the node is then no candidate)."""
         now = self.handle.clock.now()
         bad, fine = victim_order(lower, pdbs, now=now)
         removed = {pod_key(p): p for p in bad + fine}
@@ -267,8 +279,11 @@ class DefaultPreemption:
         def reprieve(p: Obj) -> bool:
             key = pod_key(p)
             del removed[key]
-            if fw.dry_run_node(state, pod, raw, ni, list(removed.values())) is None:
+            st = fw.dry_run_node(state, pod, raw, ni, list(removed.values()))
+            if st is None:
                 return True
+            if st.code is Code.ERROR:
+                raise _DryRunError(st)
             removed[key] = p
             victims.append(p)
             return False
@@ -314,6 +329,18 @@ class DefaultPreemption:
 
         assert self.handle.services.evict_victims is not None
         self.handle.services.evict_victims(victims, pod, node, failed=failed)
+
+
+class _DryRunError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+def _aggregate(messages: list[str]) -> str:
+    """Upstream's utilerrors aggregate message: one error as is, else the distinct ones in [a, b]."""
+    distinct = list(dict.fromkeys(messages))
+    return distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
 
 
 WAITING = "waiting for the preemption for this pod to be finished"

@@ -13,7 +13,8 @@ What this module guarantees:
   dry-runs every node to try with all its lower-priority pods removed (in parallel, results in
   visiting order); the nodes that fit are then reprieved in chunks (one native call each), and
   the search stops where the sequential one would: at the `wanted`-th candidate once a candidate
-  without PDB violations exists. When no candidate turns up, the tried nodes' statuses are
+  without PDB violations exists, keeping the first `wanted` of each kind (`keep`). When no
+  candidate turns up, the tried nodes' statuses are
   those the sequential search records (status code UnschedulableAndUnresolvable exactly when the
   failing filter says so, as upstream's plugins do).
 """
@@ -27,7 +28,7 @@ from kubecore.scheduler.fiterror import NodeToStatus
 from kubecore.scheduler.native import NativeKernels, rejection_status
 from kubecore.scheduler.podinfo import NodeInfo, Obj, pod_key, pod_priority
 
-__all__ = ["Candidate", "pods_with_pdb_violation", "victim_order", "importance_key", "NativeSearch",
+__all__ = ["Candidate", "keep", "pods_with_pdb_violation", "victim_order", "importance_key", "NativeSearch",
            "native_search", "native_select"]
 
 # Nodes reprieved per native call once the first `wanted` fitting nodes had no PDB-clean candidate.
@@ -44,6 +45,14 @@ class Candidate:
 
     def __repr__(self) -> str:
         return f"Candidate({self.node}, victims={[pod_key(v) for v in self.victims]}, pdb={self.pdb_violations})"
+
+
+def keep(found: list[Candidate], c: Candidate, wanted: int) -> None:
+    """Add `c` to the candidates of its kind (PDB-clean or violating) unless `wanted` of that
+    kind were found already: upstream's candidateList holds numCandidates of each kind and drops
+    the later ones."""
+    if len(found) < wanted:
+        found.append(c)
 
 
 def pods_with_pdb_violation(pods: Sequence[Obj], pdbs: Sequence[Obj]) -> tuple[list[Obj], list[Obj]]:
@@ -144,7 +153,7 @@ def native_search(native: NativeKernels, raw: bytes, *, to_try: Sequence[tuple[N
         step = wanted - done if done < wanted else _MORE
         for c in _reprieve(native, raw, nodes=fitting[done:done + step], prio=prio, pdbs=pdbs, now=now):
             done += 1
-            (violating if c.pdb_violations else good).append(c)
+            keep(violating if c.pdb_violations else good, c, wanted)
             if good and len(good) + len(violating) >= wanted:
                 break
     tried = NodeToStatus()
