@@ -468,7 +468,10 @@ class NativeSchedProfile:
     """One scheduler profile's native plugin set, built once from the KubeSchedulerConfiguration.
     `fit_resources` / `balanced_resources` default to cpu and memory with weight 1; `rtc_shape` is
     (utilization 0-100, score 0-10) points; `percentage_of_nodes_to_score` 0 is upstream's adaptive
-    rule. Raises ValueError for an unknown plugin, strategy or an invalid argument."""
+    rule. `hard_pod_affinity_weight` (0-100) and `ignore_preferred_terms_of_existing_pods` are
+    InterPodAffinityArgs; `added_affinity` is NodeAffinityArgs.addedAffinity as the JSON of a
+    v1.NodeAffinity (a term that does not parse is an error). Raises ValueError for an unknown
+    plugin, strategy or an invalid argument."""
 
     def __new__(
         cls,
@@ -482,6 +485,9 @@ class NativeSchedProfile:
         ignored_resource_groups: Sequence[str] | None = None,
         balanced_resources: Sequence[tuple[str, int]] | None = None,
         percentage_of_nodes_to_score: int = 0,
+        hard_pod_affinity_weight: int = 1,
+        ignore_preferred_terms_of_existing_pods: bool = False,
+        added_affinity: bytes | None = None,
     ) -> NativeSchedProfile: ...
 
 @final

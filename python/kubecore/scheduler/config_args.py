@@ -9,9 +9,11 @@ validation_pluginargs.go and reports through `FieldErrors`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from kubecore.api.validation import is_label_value, is_qualified_name
 from kubecore.scheduler.configerrors import FieldErrors
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "CoschedulingArgs", "parse_plugin_args", "default_plugin_args", "SYSTEM_DEFAULT_CONSTRAINTS",
 ]
 
+_T = TypeVar("_T")
 ResourceSpec = tuple[str, int]
 DEFAULT_RESOURCES: list[ResourceSpec] = [("cpu", 1), ("memory", 1)]
 FIT_STRATEGIES = ["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
@@ -95,32 +98,27 @@ class _Reader:
             if k not in known and k not in ("apiVersion", "kind"):
                 errs.unknown_field(path, k)
 
-    def get_int(self, key: str, default: int) -> int:
+    def _get(self, key: str, default: _T, kind: type[_T], expected: str) -> _T:
+        """The field when it is a `kind` (a bool is not an int here), else `default`."""
         v = self.obj.get(key)
         if v is None:
             return default
-        if isinstance(v, bool) or not isinstance(v, int):
-            self.errs.type_error(f"{self.path}.{key}", v, "an integer")
+        if not isinstance(v, kind) or (kind is not bool and isinstance(v, bool)):
+            self.errs.type_error(f"{self.path}.{key}", v, expected)
             return default
         return v
+
+    def get_int(self, key: str, default: int) -> int:
+        return self._get(key, default, int, "an integer")
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        return self._get(key, default, bool, "a boolean")
 
     def get_str(self, key: str, default: str) -> str:
-        v = self.obj.get(key)
-        if v is None:
-            return default
-        if not isinstance(v, str):
-            self.errs.type_error(f"{self.path}.{key}", v, "a string")
-            return default
-        return v
+        return self._get(key, default, str, "a string")
 
     def get_list(self, key: str) -> list[Any]:
-        v = self.obj.get(key)
-        if v is None:
-            return []
-        if not isinstance(v, list):
-            self.errs.type_error(f"{self.path}.{key}", v, "a list")
-            return []
-        return v
+        return self._get(key, [], list, "a list")
 
 
 def _resources(items: list[Any], path: str, errs: FieldErrors, *, balanced: bool) -> list[ResourceSpec]:
@@ -256,11 +254,130 @@ def _preemption(obj: dict[str, Any], path: str, errs: FieldErrors) -> DefaultPre
 def _interpod(obj: dict[str, Any], path: str, errs: FieldErrors) -> InterPodAffinityArgs:
     r = _Reader(obj, path, errs, {"hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"})
     args = InterPodAffinityArgs(r.get_int("hardPodAffinityWeight", 1),
-                                bool(obj.get("ignorePreferredTermsOfExistingPods", False)))
+                                r.get_bool("ignorePreferredTermsOfExistingPods", False))
     if not 0 <= args.hard_pod_affinity_weight <= 100:
         errs.invalid(f"{path}.hardPodAffinityWeight", args.hard_pod_affinity_weight,
                      "not in valid range [0, 100]")
     return args
+
+
+# ---- NodeAffinityArgs.addedAffinity (component-helpers' NewNodeSelector / NewPreferredSchedulingTerms)
+
+_SELECTOR_OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+_FIELD_OPERATORS = ["In", "NotIn"]
+_INT32 = (-(2 ** 31), 2 ** 31 - 1)
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def _is_int64(v: str) -> bool:
+    """strconv.ParseInt(v, 10, 64) succeeds: an optional sign and ASCII digits, in range."""
+    return _DECIMAL.fullmatch(v) is not None and -(2 ** 63) <= int(v) < 2 ** 63
+
+
+class _GoStrings:
+    """A []string as a field error prints it: []string{"a", "b"}, or []string(nil)."""
+
+    def __init__(self, values: list[str] | None) -> None:
+        self.values = values
+
+    def __str__(self) -> str:
+        if self.values is None:
+            return "[]string(nil)"
+        return "[]string{" + ", ".join(f'"{v}"' for v in self.values) + "}"
+
+
+def _objects(r: _Reader, key: str) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of list field `key` with their indices; other items are type errors."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for i, item in enumerate(r.get_list(key)):
+        if isinstance(item, dict):
+            out.append((i, item))
+        else:
+            r.errs.type_error(f"{r.path}.{key}[{i}]", item, "an object")
+    return out
+
+
+def _requirement(req: dict[str, Any], path: str, errs: FieldErrors) -> tuple[str, str, list[str] | None]:
+    r = _Reader(req, path, errs, {"key", "operator", "values"})
+    values: list[str] | None = None
+    if req.get("values") is not None:
+        values = []
+        for i, v in enumerate(r.get_list("values")):
+            if isinstance(v, str):
+                values.append(v)
+            else:
+                errs.type_error(f"{path}.values[{i}]", v, "a string")
+    return r.get_str("key", ""), r.get_str("operator", ""), values
+
+
+def _match_expression(req: dict[str, Any], path: str, errs: FieldErrors) -> None:
+    """nodeSelectorRequirementsAsSelector and labels.NewRequirement."""
+    key, op, values = _requirement(req, path, errs)
+    if op not in _SELECTOR_OPERATORS:
+        errs.unsupported(f"{path}.operator", op, _SELECTOR_OPERATORS)
+        return
+    key_errs = is_qualified_name(key)
+    if key_errs:
+        errs.invalid(f"{path}.key", key, "; ".join(key_errs))
+    vals = values or []
+    if op in ("In", "NotIn") and not vals:
+        errs.invalid(f"{path}.values", _GoStrings(values), "for 'in', 'notin' operators, values set can't be empty")
+    elif op in ("Exists", "DoesNotExist") and vals:
+        errs.invalid(f"{path}.values", _GoStrings(values), "values set must be empty for exists and does not exist")
+    elif op in ("Gt", "Lt"):
+        if len(vals) != 1:
+            errs.invalid(f"{path}.values", _GoStrings(values), "for 'Gt', 'Lt' operators, exactly one value is required")
+        for i, v in enumerate(vals):
+            if not _is_int64(v):
+                errs.invalid(f"{path}.values[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer")
+    for i, v in enumerate(vals):
+        value_errs = is_label_value(v)
+        if value_errs:
+            errs.invalid(f"{path}.values[{i}][{key}]", v, "; ".join(value_errs))
+
+
+def _match_field(req: dict[str, Any], path: str, errs: FieldErrors) -> None:
+    """nodeSelectorRequirementsAsFieldSelector: In / NotIn with exactly one value."""
+    _, op, values = _requirement(req, path, errs)
+    if op not in _FIELD_OPERATORS:
+        errs.unsupported(f"{path}.operator", op, _FIELD_OPERATORS)
+    elif len(values or []) != 1:
+        errs.invalid(f"{path}.values", _GoStrings(values), "must have one element")
+
+
+def _selector_term(term: dict[str, Any], path: str, errs: FieldErrors, error_path: str) -> None:
+    """newNodeSelectorTerm: every requirement must parse (an empty term selects nothing)."""
+    r = _Reader(term, path, errs, {"matchExpressions", "matchFields"})
+    for j, req in _objects(r, "matchExpressions"):
+        _match_expression(req, f"{error_path}.matchExpressions[{j}]", errs)
+    for j, req in _objects(r, "matchFields"):
+        _match_field(req, f"{error_path}.matchFields[{j}]", errs)
+
+
+def _added_affinity(added: dict[str, Any], path: str, errs: FieldErrors) -> None:
+    """ValidateNodeAffinityArgs: every term of the addedAffinity parses."""
+    r = _Reader(added, path, errs, {"requiredDuringSchedulingIgnoredDuringExecution",
+                                    "preferredDuringSchedulingIgnoredDuringExecution"})
+    rp = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+    required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None and not isinstance(required, dict):
+        errs.type_error(rp, required, "an object")
+    elif required is not None:
+        sel = _Reader(required, rp, errs, {"nodeSelectorTerms"})
+        for i, term in _objects(sel, "nodeSelectorTerms"):
+            _selector_term(term, f"{rp}.nodeSelectorTerms[{i}]", errs, f"{rp}.nodeSelectorTerms[{i}]")
+    pp = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, pref in _objects(r, "preferredDuringSchedulingIgnoredDuringExecution"):
+        pr = _Reader(pref, f"{pp}[{i}]", errs, {"weight", "preference"})
+        weight = pr.get_int("weight", 0)
+        if not _INT32[0] <= weight <= _INT32[1]:
+            errs.invalid(f"{pp}[{i}].weight", weight, "must be a 32-bit integer")
+        preference = pref.get("preference")
+        if preference is not None and not isinstance(preference, dict):
+            errs.type_error(f"{pp}[{i}].preference", preference, "an object")
+        elif preference is not None and weight != 0:
+            # Upstream's errors name the term by its index alone ("...[0].matchExpressions[0]").
+            _selector_term(preference, f"{pp}[{i}].preference", errs, f"{pp}[{i}]")
 
 
 def _node_affinity(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeAffinityArgs:
@@ -269,6 +386,8 @@ def _node_affinity(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeAff
     if added is not None and not isinstance(added, dict):
         errs.type_error(f"{path}.addedAffinity", added, "an object")
         added = None
+    if added is not None:
+        _added_affinity(added, f"{path}.addedAffinity", errs)
     return NodeAffinityArgs(added)
 
 

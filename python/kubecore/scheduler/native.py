@@ -23,12 +23,15 @@ kernels existed simply reports `native_available() == False`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from kubecore.scheduler.config_args import NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs
+from kubecore.scheduler.config_args import (
+    InterPodAffinityArgs, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs,
+)
 from kubecore.scheduler.status import Code, Status
 
 __all__ = ["NativeUnavailable", "NativeSnapshot", "NativeResult", "NativeKernels", "native_available",
@@ -178,7 +181,9 @@ class NativeKernels:
     """One profile's native Filter/Score plugins over the scheduler's shared snapshot.
 
     `filters` and `scores` are the native plugins of the profile, in the profile's order;
-    `args` are the typed plugin args (NodeResourcesFit, NodeResourcesBalancedAllocation, ...).
+    `args` are the typed plugin args: NodeResourcesFit, NodeResourcesBalancedAllocation,
+    InterPodAffinity (hardPodAffinityWeight, ignorePreferredTermsOfExistingPods) and NodeAffinity
+    (addedAffinity, handed over as JSON).
     """
 
     def __init__(self, snapshot: NativeSnapshot, *, filters: Sequence[str], scores: Sequence[tuple[str, int]],
@@ -197,11 +202,18 @@ class NativeKernels:
         fit = fit if isinstance(fit, NodeResourcesFitArgs) else NodeResourcesFitArgs()
         bal = args.get("NodeResourcesBalancedAllocation")
         bal = bal if isinstance(bal, NodeResourcesBalancedAllocationArgs) else NodeResourcesBalancedAllocationArgs()
+        ipa = args.get("InterPodAffinity")
+        ipa = ipa if isinstance(ipa, InterPodAffinityArgs) else InterPodAffinityArgs()
+        na = args.get("NodeAffinity")
+        added = na.added_affinity if isinstance(na, NodeAffinityArgs) else None
         return {
             "fit_strategy": fit.strategy, "fit_resources": list(fit.resources), "rtc_shape": list(fit.shape),
             "ignored_resources": list(fit.ignored_resources),
             "ignored_resource_groups": list(fit.ignored_resource_groups),
             "balanced_resources": list(bal.resources),
+            "hard_pod_affinity_weight": ipa.hard_pod_affinity_weight,
+            "ignore_preferred_terms_of_existing_pods": ipa.ignore_preferred_terms_of_existing_pods,
+            "added_affinity": None if added is None else json.dumps(added).encode(),
         }
 
     def _new_profile(self, percentage: int) -> Any:

@@ -10,6 +10,8 @@ use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use kubecore_sched::interpod::{self, HARD_POD_AFFINITY_WEIGHT};
+use kubecore_sched::nodeaffinity::AddedAffinity;
 use kubecore_sched::pod::ParsedPod;
 use kubecore_sched::{DryRun, Error, Profile, ProfileConfig, ScheduleResult, Snapshot, FILTER_PLUGINS, SCORE_PLUGINS};
 
@@ -27,10 +29,12 @@ pub struct NativeSchedProfile {
 
 #[pymethods]
 impl NativeSchedProfile {
+    /// `added_affinity` is NodeAffinityArgs.addedAffinity as the JSON of a v1.NodeAffinity.
     #[new]
     #[pyo3(signature = (*, filters, scores, fit_strategy="LeastAllocated", fit_resources=None, rtc_shape=None,
                         ignored_resources=None, ignored_resource_groups=None, balanced_resources=None,
-                        percentage_of_nodes_to_score=0))]
+                        percentage_of_nodes_to_score=0, hard_pod_affinity_weight=HARD_POD_AFFINITY_WEIGHT,
+                        ignore_preferred_terms_of_existing_pods=false, added_affinity=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         filters: Vec<String>,
@@ -42,7 +46,11 @@ impl NativeSchedProfile {
         ignored_resource_groups: Option<Vec<String>>,
         balanced_resources: Option<Vec<(String, i64)>>,
         percentage_of_nodes_to_score: i64,
+        hard_pod_affinity_weight: i64,
+        ignore_preferred_terms_of_existing_pods: bool,
+        added_affinity: Option<Bound<'_, PyBytes>>,
     ) -> PyResult<Self> {
+        let added_affinity = added_affinity.map(|b| AddedAffinity::from_json(b.as_bytes())).transpose().map_err(to_py)?;
         let d = ProfileConfig::default();
         let cfg = ProfileConfig {
             filters,
@@ -54,6 +62,8 @@ impl NativeSchedProfile {
             ignored_resource_groups: ignored_resource_groups.unwrap_or_default(),
             balanced_resources: balanced_resources.unwrap_or(d.balanced_resources),
             percentage_of_nodes_to_score,
+            interpod: interpod::Args { hard_pod_affinity_weight, ignore_preferred_terms_of_existing_pods },
+            added_affinity,
         };
         Ok(NativeSchedProfile { inner: Profile::new(cfg).map_err(to_py)? })
     }

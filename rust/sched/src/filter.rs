@@ -8,8 +8,8 @@
 //! | NodeName          | node(s) didn't match the requested node name                | UU   |
 //! | NodeUnschedulable | node(s) were unschedulable                                  | UU   |
 //! | NodeResourcesFit  | Too many pods, Insufficient cpu/memory/ephemeral-storage/X  | U, or UU when a request exceeds the node's allocatable |
-//! | NodeAffinity      | node(s) didn't match Pod's node affinity/selector           | UU   |
-//! | TaintToleration   | node(s) had untolerated taint {key: value}                  | UU   |
+//! | NodeAffinity      | node(s) didn't match scheduler-enforced node affinity (the profile's addedAffinity, checked first) / node(s) didn't match Pod's node affinity/selector | UU |
+//! | TaintToleration   | node(s) had untolerated taint(s)                            | UU   |
 //! | NodePorts         | node(s) didn't have free ports for the requested pod ports  | U    |
 //! | PodTopologySpread | node(s) didn't match pod topology spread constraints         | U; UU with " (missing required label)" |
 //! | InterPodAffinity  | node(s) didn't match pod affinity rules (UU) / pod anti-affinity rules (U) / node(s) didn't satisfy existing pods anti-affinity rules (U) | |
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use crate::columns::Columns;
-use crate::nodeaffinity::Compiled;
+use crate::nodeaffinity::{self, Compiled};
 use crate::pod::ParsedPod;
 use crate::ports::HostPort;
 use crate::profile::FilterPlugin;
@@ -31,7 +31,8 @@ use crate::spread::CConstraint;
 
 pub const ERR_NODE_NAME: &str = "node(s) didn't match the requested node name";
 pub const ERR_UNSCHEDULABLE: &str = "node(s) were unschedulable";
-pub const ERR_AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
+pub const ERR_AFFINITY: &str = nodeaffinity::ERR_REASON_POD;
+pub const ERR_AFFINITY_ENFORCED: &str = nodeaffinity::ERR_REASON_ENFORCED;
 pub const ERR_PORTS: &str = "node(s) didn't have free ports for the requested pod ports";
 pub const ERR_TOO_MANY_PODS: &str = "Too many pods";
 pub const ERR_CPU: &str = "Insufficient cpu";
@@ -269,9 +270,10 @@ fn unschedulable(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
         .then(|| Failure::one(Reason::Static(ERR_UNSCHEDULABLE), true))
 }
 
+/// The profile's addedAffinity first ("scheduler-enforced"), then the pod's own selection.
 fn affinity(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
-    let ok = q.affinity.required_match(&snap.cols.labels[s], &snap.cols.names[s], &snap.strings);
-    (!ok).then(|| Failure::one(Reason::Static(ERR_AFFINITY), true))
+    let reason = q.affinity.failure(&snap.cols.labels[s], &snap.cols.names[s], &snap.strings)?;
+    Some(Failure::one(Reason::Static(reason), true))
 }
 
 fn taints(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {

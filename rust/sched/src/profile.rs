@@ -3,6 +3,8 @@
 
 use std::collections::HashSet;
 
+use crate::interpod;
+use crate::nodeaffinity::AddedAffinity;
 use crate::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,6 +56,8 @@ pub const SCORE_PLUGINS: &[(&str, ScorePlugin, i64)] = &[
 /// `MaxCustomPriorityScore`: RequestedToCapacityRatio shape scores are 0..10.
 pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 pub const MAX_NODE_SCORE: i64 = 100;
+/// InterPodAffinityArgs.hardPodAffinityWeight's upper bound (upstream's validation).
+pub const MAX_HARD_POD_AFFINITY_WEIGHT: i64 = 100;
 /// BalancedAllocation takes at most this many resources (a bound of this implementation).
 pub const MAX_BALANCED_RESOURCES: usize = 16;
 
@@ -78,6 +82,10 @@ pub struct ProfileConfig {
     pub ignored_resource_groups: Vec<String>,
     pub balanced_resources: Vec<(String, i64)>,
     pub percentage_of_nodes_to_score: i64,
+    /// InterPodAffinityArgs: hardPodAffinityWeight (0..=100) and ignorePreferredTermsOfExistingPods.
+    pub interpod: interpod::Args,
+    /// NodeAffinityArgs.addedAffinity ([`AddedAffinity::from_json`]).
+    pub added_affinity: Option<AddedAffinity>,
 }
 
 impl Default for ProfileConfig {
@@ -94,6 +102,8 @@ impl Default for ProfileConfig {
             ignored_resource_groups: Vec::new(),
             balanced_resources: cpu_mem,
             percentage_of_nodes_to_score: 0,
+            interpod: interpod::Args::default(),
+            added_affinity: None,
         }
     }
 }
@@ -108,6 +118,11 @@ pub struct Profile {
     pub ignored_resource_groups: HashSet<String>,
     pub balanced_resources: Vec<String>,
     pub percentage_of_nodes_to_score: i64,
+    /// InterPodAffinity's score arguments.
+    pub interpod: interpod::Args,
+    /// NodeAffinity's addedAffinity: required terms every node must match (Filter), preferred
+    /// terms added to the pod's (Score).
+    pub added: Option<AddedAffinity>,
 }
 
 fn lookup<T: Copy + Eq + std::hash::Hash>(table: &[(&str, T)], name: &str, what: &str, seen: &mut HashSet<T>) -> Result<T, Error> {
@@ -169,6 +184,12 @@ impl Profile {
         if !(0..=100).contains(&cfg.percentage_of_nodes_to_score) {
             return Err(Error::Config("percentage_of_nodes_to_score not in valid range [0, 100]".into()));
         }
+        let hard = cfg.interpod.hard_pod_affinity_weight;
+        if !(0..=MAX_HARD_POD_AFFINITY_WEIGHT).contains(&hard) {
+            return Err(Error::Config(format!(
+                "hardPodAffinityWeight {hard} not in valid range [0, {MAX_HARD_POD_AFFINITY_WEIGHT}]"
+            )));
+        }
         Ok(Profile {
             filters,
             scores,
@@ -178,6 +199,8 @@ impl Profile {
             ignored_resource_groups: cfg.ignored_resource_groups.into_iter().collect(),
             balanced_resources: cfg.balanced_resources.into_iter().map(|(n, _)| n).collect(),
             percentage_of_nodes_to_score: cfg.percentage_of_nodes_to_score,
+            interpod: cfg.interpod,
+            added: cfg.added_affinity,
         })
     }
 
@@ -207,6 +230,10 @@ mod tests {
         assert!(bad(|c| c.fit_strategy = "RequestedToCapacityRatio".into()));
         assert!(bad(|c| c.fit_resources[0].1 = 0));
         assert!(bad(|c| c.percentage_of_nodes_to_score = 101));
+        assert!(bad(|c| c.interpod.hard_pod_affinity_weight = -1));
+        assert!(bad(|c| c.interpod.hard_pod_affinity_weight = 101));
+        assert!(!bad(|c| c.interpod.hard_pod_affinity_weight = 0));
+        assert!(!bad(|c| c.interpod.hard_pod_affinity_weight = 100));
         assert!(bad(|c| {
             c.fit_strategy = "RequestedToCapacityRatio".into();
             c.rtc_shape = vec![(50, 5), (50, 10)];

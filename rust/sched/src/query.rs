@@ -146,7 +146,7 @@ impl<'p> Query<'p> {
             .filter_map(|name| snap.images.get(name))
             .map(|(id, st)| (id, (st.size as f64 * (st.num_nodes as f64 / total)) as i64))
             .collect();
-        let affinity = Compiled::new(&pod.selector, &snap.strings);
+        let affinity = Compiled::with_added(&pod.selector, profile.added.as_ref(), &snap.strings);
         let hard = spread::compile(&pod.spread, true, &pod.labels, &snap.strings);
         let interpod =
             if profile.has_filter(FilterPlugin::InterPodAffinity) { interpod::Filter::new(snap, pod) } else { None };

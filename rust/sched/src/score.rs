@@ -210,7 +210,7 @@ fn raw_chunk(plugin: ScorePlugin, profile: &Profile, q: &Query<'_>, snap: &Snaps
         ScorePlugin::TaintToleration => per_node(slots, out, |s| q.pod.tolerations.intolerable_prefer_no_schedule(&c.taints[s])),
         ScorePlugin::ImageLocality => per_node(slots, out, |s| image_score(q, snap, s)),
         ScorePlugin::PodTopologySpread => spread::scores(snap, q, &q.spread_soft, q.namespace, slots, out),
-        ScorePlugin::InterPodAffinity => interpod::scores(snap, q.pod, slots, out),
+        ScorePlugin::InterPodAffinity => interpod::scores_with(snap, q.pod, slots, out, &profile.interpod),
     }
 }
 
@@ -231,7 +231,7 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
 }
 
 /// Whether the plugin's PreScore says Skip for this pod (it then adds nothing).
-fn skipped(plugin: ScorePlugin, snap: &Snapshot, q: &Query<'_>) -> bool {
+fn skipped(plugin: ScorePlugin, profile: &Profile, snap: &Snapshot, q: &Query<'_>) -> bool {
     match plugin {
         ScorePlugin::NodeResourcesBalancedAllocation => q.balanced_skip,
         ScorePlugin::NodeAffinity => q.affinity.preferred.is_empty(),
@@ -239,12 +239,13 @@ fn skipped(plugin: ScorePlugin, snap: &Snapshot, q: &Query<'_>) -> bool {
         // Not a PreScore Skip upstream, but the same outcome: when even a node with all of the
         // pod's images stays under the threshold, every node scores 0.
         ScorePlugin::ImageLocality => q.images.iter().map(|&(_, v)| v).sum::<i64>() <= MIN_IMAGE_THRESHOLD,
-        // No preferred terms of its own and no counted pod with terms: no topology score at all.
+        // No preferred terms of its own, and no counted pod with terms or (PreScore Skip under
+        // ignorePreferredTermsOfExistingPods) their terms not looked at: no topology score at all.
         ScorePlugin::InterPodAffinity => {
             let terms = &q.pod.affinity;
             terms.preferred_affinity.is_empty()
                 && terms.preferred_anti_affinity.is_empty()
-                && snap.pods_with_affinity().next().is_none()
+                && (profile.interpod.ignore_preferred_terms_of_existing_pods || snap.pods_with_affinity().next().is_none())
         }
         _ => false,
     }
@@ -379,7 +380,7 @@ pub fn totals(
     let mut base = 0i64;
     let mut scored: SmallVec<[(ScorePlugin, i64); 8]> = SmallVec::new();
     for &(plugin, weight) in &profile.scores {
-        if skipped(plugin, snap, q) {
+        if skipped(plugin, profile, snap, q) {
             continue;
         }
         match constant(plugin, snap) {

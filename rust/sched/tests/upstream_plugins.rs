@@ -177,9 +177,6 @@ fn taint_toleration_filter() {
 
 /// The reason string of the first case above, as upstream has it since kubernetes#134740.
 #[test]
-#[ignore = "needs: taints.rs Taint::new's reason = \"node(s) had untolerated taint(s)\", with the tests \
-            that assert the old \"{key: value}\" form (tests/{taints,cycle,shortcuts}.rs, src/cycle.rs, \
-            Python tests/unit/scheduler, README) updated"]
 fn taint_toleration_filter_reason() {
     let node = tainted("nodeA", json!([{"key": "dedicated", "value": "user1", "effect": "NoSchedule"}]));
     let got = filter("TaintToleration", &node, &[], &tolerating(json!([])));
@@ -646,8 +643,8 @@ fn added(v: Value) -> AddedAffinity {
     AddedAffinity::from_json(&bytes(&v)).unwrap()
 }
 
-/// TestNodeAffinity's addedAffinity cases, at the level of the compiled selection (the profile
-/// has no addedAffinity argument yet: see `node_affinity_added_affinity_through_the_profile`).
+/// TestNodeAffinity's addedAffinity cases, at the level of the compiled selection (through a
+/// profile: `node_affinity_added_affinity_through_the_profile`).
 #[test]
 fn node_affinity_added_affinity_filter() {
     let name_is_node2 = added(json!({"requiredDuringSchedulingIgnoredDuringExecution":
@@ -686,20 +683,21 @@ fn node_affinity_added_affinity_score() {
     }
 }
 
-/// Upstream's TestNodeAffinity "Doesn't match added affinity" through a profile.
+/// Upstream's TestNodeAffinity "Doesn't match added affinity" through a profile
+/// (NodeAffinityArgs.addedAffinity): the node fails with the scheduler-enforced reason.
 #[test]
-#[ignore = "needs: ProfileConfig/Profile to carry NodeAffinityArgs.addedAffinity (parsed once with \
-            nodeaffinity::AddedAffinity::from_json), query.rs to compile with Compiled::with_added, and \
-            filter.rs's NodeAffinity Filter to report Compiled::failure's reason"]
 fn node_affinity_added_affinity_through_the_profile() {
-    // The addedAffinity to give the profile (NodeAffinityArgs) once it takes one; upstream rejects
-    // the node with the scheduler-enforced reason.
     let added = json!({"requiredDuringSchedulingIgnoredDuringExecution":
         {"nodeSelectorTerms": [exprs(&[req("zone", "In", &["bar"])])]}});
-    assert!(AddedAffinity::from_json(&bytes(&added)).is_ok());
     let node = bare("node2", &[("zone", "foo")]);
-    let got = filter("NodeAffinity", &node, &[], &pod_spec(json!({})));
-    assert_eq!(got, Some((ERR_REASON_ENFORCED.to_string(), UU)));
+    let mut s = snapshot(std::slice::from_ref(&node));
+    let prof = profile(|c| {
+        c.filters = vec!["NodeAffinity".to_string()];
+        c.added_affinity = Some(AddedAffinity::from_json(&bytes(&added)).unwrap());
+    });
+    let r = s.schedule(&prof, &bytes(&pod_spec(json!({}))), false).unwrap();
+    assert_eq!(r.feasible_names().count(), 0);
+    assert_eq!((r.reasons, r.unresolvable), (vec![(ERR_REASON_ENFORCED.to_string(), 1)], 1));
 }
 
 /// TestNodeSelectorMatch and TestPreferredSchedulingTermsScore (component-helpers): a selector
