@@ -16,7 +16,7 @@ where the histogram counts each reason once per node, formats "<count> <reason>"
 strings (so "10 ..." sorts before "3 ...", as upstream's sort.Strings does) and is left out
 when PreFilter rejected the pod. Example:
 
-    0/5000 nodes are available: 2000 node(s) had untolerated taint {k: v}, 3000 Insufficient cpu.
+    0/5000 nodes are available: 2000 node(s) had untolerated taint(s), 3000 Insufficient cpu.
     preemption: 0/5000 nodes are available: 5000 Preemption is not helpful for scheduling.
 """
 

@@ -306,7 +306,7 @@ mod tests {
     #[test]
     fn reasons_are_counted_by_text() {
         let fail = |reasons: &[Reason], unresolvable| Failure { unresolvable, reasons: reasons.iter().cloned().collect() };
-        let taint = "node(s) had untolerated taint {k: v}";
+        let taint = "node(s) had untolerated taint(s)";
         let (a1, a2): (Arc<str>, Arc<str>) = (Arc::from(taint), Arc::from(taint));
         let cpu = Reason::Static(filter::ERR_CPU);
         let failures = [
@@ -320,7 +320,7 @@ mod tests {
         let want = vec![
             ("Insufficient cpu".to_string(), 3),
             ("Insufficient memory".to_string(), 1),
-            ("node(s) had untolerated taint {k: v}".to_string(), 3),
+            ("node(s) had untolerated taint(s)".to_string(), 3),
         ];
         assert_eq!(count_reasons(&failures), (want, 3));
         assert_eq!(count_reasons(&[]), (Vec::new(), 0));

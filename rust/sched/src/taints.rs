@@ -4,8 +4,9 @@
 //! - A toleration with an effect only tolerates taints of that effect; with a key, only that key
 //!   (an empty key with `Exists` tolerates everything).
 //! - Operator "" or "Equal" compares values; "Exists" ignores them; anything else tolerates nothing.
-//! - Filter looks at NoSchedule and NoExecute taints and reports the first untolerated one, in the
-//!   node's order, as `node(s) had untolerated taint {key: value}`.
+//! - Filter looks at NoSchedule and NoExecute taints and fails a node with one untolerated as
+//!   `node(s) had untolerated taint(s)` (upstream since 1.35: the taint's key and value are not
+//!   shown, they may be sensitive).
 //! - Score counts PreferNoSchedule taints not tolerated by the tolerations whose effect is
 //!   PreferNoSchedule or empty.
 
@@ -16,6 +17,8 @@ use crate::api;
 pub const NO_SCHEDULE: &str = "NoSchedule";
 pub const NO_EXECUTE: &str = "NoExecute";
 pub const PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
+/// TaintToleration's Filter reason.
+pub const UNTOLERATED: &str = "node(s) had untolerated taint(s)";
 /// `v1.TaintNodeUnschedulable`.
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 
@@ -24,7 +27,7 @@ pub struct Taint {
     pub key: String,
     pub value: String,
     pub effect: String,
-    /// The filter's reason for this taint, formatted once.
+    /// The filter's reason for this taint.
     pub reason: Arc<str>,
     /// Effect NoSchedule or NoExecute (the filter's concern).
     pub blocks: bool,
@@ -32,7 +35,7 @@ pub struct Taint {
 
 impl Taint {
     pub fn new(key: &str, value: &str, effect: &str) -> Taint {
-        let reason = Arc::from(format!("node(s) had untolerated taint {{{key}: {value}}}"));
+        let reason = Arc::from(UNTOLERATED);
         let blocks = effect == NO_SCHEDULE || effect == NO_EXECUTE;
         Taint { key: key.to_string(), value: value.to_string(), effect: effect.to_string(), reason, blocks }
     }
@@ -158,7 +161,7 @@ mod tests {
             Taint::new("b", "2", NO_SCHEDULE),
         ];
         let none = Tolerations::new(&[]);
-        assert_eq!(&*none.first_untolerated(&taints).unwrap().reason, "node(s) had untolerated taint {a: 1}");
+        assert_eq!(&*none.first_untolerated(&taints).unwrap().reason, "node(s) had untolerated taint(s)");
         let some = Tolerations::new(&[tol("a", "Exists", "", "")]);
         assert_eq!(some.first_untolerated(&taints).unwrap().key, "b");
         assert_eq!(none.intolerable_prefer_no_schedule(&taints), 1);

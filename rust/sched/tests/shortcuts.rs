@@ -138,7 +138,7 @@ fn unschedulable_and_tainted_nodes_as_they_change() {
     let r = s.schedule(&default_profile(), &bytes(&p), false).unwrap();
     assert_eq!(r.feasible_names().collect::<Vec<_>>(), vec!["a"]);
     let want = vec![
-        ("node(s) had untolerated taint {k: v}".to_string(), 1),
+        ("node(s) had untolerated taint(s)".to_string(), 1),
         ("node(s) were unschedulable".to_string(), 1),
     ];
     assert_eq!((r.reasons.clone(), r.unresolvable), (want, 2));

@@ -17,12 +17,12 @@ U, UU = Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 def test_fit_error_histogram_is_sorted_as_strings() -> None:
     nts = NodeToStatus()
-    nts.add_native({"Insufficient cpu": 3000, "node(s) had untolerated taint {k: v}": 2000}, failed=5000,
+    nts.add_native({"Insufficient cpu": 3000, "node(s) had untolerated taint(s)": 2000}, failed=5000,
                    unresolvable=2000)
     diag = Diagnosis(nts)
     diag.post_filter_msg = "preemption: 0/5000 nodes are available: 5000 Preemption is not helpful for scheduling."
     assert str(FitError(pod("p"), 5000, diag)) == (
-        "0/5000 nodes are available: 2000 node(s) had untolerated taint {k: v}, 3000 Insufficient cpu. "
+        "0/5000 nodes are available: 2000 node(s) had untolerated taint(s), 3000 Insufficient cpu. "
         "preemption: 0/5000 nodes are available: 5000 Preemption is not helpful for scheduling.")
 
 
@@ -57,7 +57,7 @@ def test_go_durations(seconds: float, text: str) -> None:
 def test_native_reasons_map_to_plugins_and_codes() -> None:
     st = classify(["Insufficient cpu", "Insufficient memory"])
     assert st is not None and st.code is U and st.plugin == "NodeResourcesFit"
-    st = classify(["node(s) had untolerated taint {dedicated: gpu}"])
+    st = classify(["node(s) had untolerated taint(s)"])
     assert st is not None and st.code is UU and st.plugin == "TaintToleration"
     st = classify(["node(s) didn't match pod topology spread constraints (missing required label)"])
     assert st is not None and st.code is UU and st.plugin == "PodTopologySpread"

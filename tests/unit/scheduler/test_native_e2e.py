@@ -90,7 +90,7 @@ def test_fit_error_from_native_reasons_reads_like_upstream(small_cpu: str, preem
     assert pinfo is not None
     out = schedule_one(core.frameworks["default-scheduler"], pinfo)
     assert isinstance(out, Failed)
-    assert out.message == ("0/5 nodes are available: 2 node(s) had untolerated taint {k: v}, 3 Insufficient cpu. "
+    assert out.message == ("0/5 nodes are available: 2 node(s) had untolerated taint(s), 3 Insufficient cpu. "
                            f"preemption: 0/5 nodes are available: {preemption}")
     assert out.unschedulable_plugins == {"TaintToleration", "NodeResourcesFit"}
 

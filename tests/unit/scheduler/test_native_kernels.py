@@ -111,12 +111,12 @@ def test_schedule_and_reasons(snap: NativeSchedSnapshot, profile: NativeSchedPro
     assert sorted(r.feasible) == ["n0", "n1", "n2"]
     assert len(r.scores) == 3 and max(r.scores) == r.scores[r.feasible.index(r.node)]
     assert r.evaluated == 5
-    assert r.reasons == {"node(s) had untolerated taint {k: v}": 1, "Insufficient cpu": 1}
+    assert r.reasons == {"node(s) had untolerated taint(s)": 1, "Insufficient cpu": 1}
     assert r.unresolvable == 2  # the taint, and 1 cpu can never fit 500m
     unplaced = snap.schedule(profile, pod("huge", cpu="64"))
     assert unplaced.node is None and unplaced.feasible == [] and unplaced.scores == []
     # TaintToleration runs before NodeResourcesFit: the tainted node fails on its taint.
-    assert unplaced.reasons == {"Insufficient cpu": 4, "node(s) had untolerated taint {k: v}": 1}
+    assert unplaced.reasons == {"Insufficient cpu": 4, "node(s) had untolerated taint(s)": 1}
     no_select = snap.schedule(profile, pod("p"), select=False)
     assert no_select.node is None and sorted(no_select.feasible) == ["n0", "n1", "n2", "small"]
     assert "NativeScheduleResult(node=None" in repr(no_select)
