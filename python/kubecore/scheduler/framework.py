@@ -206,20 +206,25 @@ class Framework:
 
     def dry_run_node(self, state: CycleState, pod: Obj, raw: bytes, node_info: NodeInfo,
                      victims: Sequence[Obj]) -> Status | None:
-        """Would `pod` fit on the node if `victims` were gone? Native filters first (one call),
-        then the Python filters on a copy of the node without the victims. Preemption's dry run."""
+        """Would `pod` fit on the node if `victims` were gone? Preemption's dry run, in upstream's
+        order (SelectVictimsOnNode): the PreFilter plugins' RemovePod for each victim on a copy of
+        the state and node (an error there is the answer), then the native filters (one call),
+        then the Python filters on that copy."""
         keys = [pod_key(v) for v in victims]
+        state2: CycleState | None = None
+        ni = node_info
+        if self._pre_filter_ext or self.plugins.filter:
+            state2, ni = state.clone(), node_info.without(keys)
+            for v in victims:
+                s = self.run_pre_filter_remove_pod(state2, pod, v, ni)
+                if s is not None:
+                    return s
         if self.native is not None and self.native.has_filters:
             st = self.native.node_status(raw, node_info.name, keys, everyone=list(node_info.pods))
             if st is not None:
                 return st
-        if not self.plugins.filter:
+        if state2 is None or not self.plugins.filter:
             return None
-        state2, ni = state.clone(), node_info.without(keys)
-        for v in victims:
-            s = self.run_pre_filter_remove_pod(state2, pod, v, ni)
-            if s is not None:
-                return s
         return self.run_filter(state2, pod, ni)
 
     # ---- PostFilter --------------------------------------------------------------------------

@@ -157,12 +157,14 @@ class Env:
 
     def __init__(self, nodes: Sequence[Obj], pods: Sequence[Obj], *, pdbs: Sequence[Obj] = (),
                  args: DefaultPreemptionArgs | None = None, rec: Recorder | None = None,
-                 test_plugin: bool = False, reject: bool = False) -> None:
+                 test_plugin: bool = False, reject: bool = False, native_filters_only: bool = False) -> None:
         points: Obj = {}
         if test_plugin:
             points["preFilter"] = {"enabled": [{"name": "test-plugin"}]}
         if reject:
             points["filter"] = {"enabled": [{"name": "Reject"}]}
+        if native_filters_only:  # VolumeBinding's Filter is the default profile's one Python filter
+            points["filter"] = {"disabled": [{"name": "VolumeBinding"}]}
         cfg = config([{"schedulerName": "default-scheduler", "plugins": points}]) if points else default_config()
         self.core, self.rec, _ = build(cfg, native=True, rec=rec,
                                        out_of_tree={"test-plugin": lambda a, h: TestPlugin(),
@@ -314,6 +316,20 @@ def test_post_filter(path: str, pod: Obj, pods: list[Obj], pdbs: list[Obj], node
     else:
         assert result is not None and result.nominating_info is not None
         assert result.nominating_info.node == want_node
+
+
+def test_remove_pod_error_surfaces_without_python_filters(path: str) -> None:
+    """Upstream's SelectVictimsOnNode runs the PreFilter extensions' RemovePod before any filter:
+    its error is the node's answer also when every filter of the profile is native (not a case
+    of upstream's tables: kubecore's dry run used to check the native filters first and return
+    before RemovePod ran when the profile had no Python filter)."""
+    env = Env([mk_node("node1", LARGE, labels={"error": "true"})], [mk_pod("p1", node="node1")],
+              test_plugin=True, native_filters_only=True)
+    assert not env.fw.plugins.filter
+    result, status = env.post_filter(mk_pod("p", prio=HIGH, req=LARGE), statuses_of({"node1": _U}))
+    assert result is None
+    assert (status.code, status.message()) == (
+        Code.ERROR, 'preemption: running RemovePod on PreFilter plugin "test-plugin": failed to remove pod: p')
 
 
 # ---- TestDryRunPreemption ------------------------------------------------------------------------

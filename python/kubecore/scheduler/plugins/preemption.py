@@ -388,10 +388,8 @@ def _native_dry_runs(fw: Framework, state: CycleState) -> bool:
     native = fw.native
     if native is None or not native.has_filters:
         return False
-    if not fw.plugins.filter:
-        return True
     skip = state.skip_filter_plugins
-    if fw.filters_left(state):
+    if fw.plugins.filter and fw.filters_left(state):
         return False
     return all(pl.name in skip for pl in fw.plugins.pre_filter if isinstance(pl, PreFilterExtensions))
 
