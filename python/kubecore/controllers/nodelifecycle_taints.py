@@ -83,11 +83,12 @@ def ready_condition(node: Obj) -> Obj | None:
 
 
 def zone_key(node: Obj) -> str:
-    """"<region>:\\x00:<zone>" from the topology labels (beta labels as fallback); "" without
-    either (nodetopology.GetZoneKey: the NUL keeps a colon in a name from making keys collide)."""
+    """"<region>:\\x00:<zone>" from the deprecated failure-domain.beta labels when present, else
+    the topology ones; "" without either (nodetopology.GetZoneKey, which still prefers the beta
+    labels; the NUL keeps a colon in a name from making keys collide)."""
     labels = _dict(node, "metadata").get("labels") or {}
-    zone = labels.get(LABEL_ZONE, labels.get(LABEL_ZONE_BETA, ""))
-    region = labels.get(LABEL_REGION, labels.get(LABEL_REGION_BETA, ""))
+    zone = labels.get(LABEL_ZONE_BETA, labels.get(LABEL_ZONE, ""))
+    region = labels.get(LABEL_REGION_BETA, labels.get(LABEL_REGION, ""))
     if not region and not zone:
         return ""
     return f"{region}:\x00:{zone}"

@@ -26,11 +26,13 @@ const ZONE_BETA: &str = "failure-domain.beta.kubernetes.io/zone";
 const REGION: &str = "topology.kubernetes.io/region";
 const REGION_BETA: &str = "failure-domain.beta.kubernetes.io/region";
 
-/// `utilnode.GetZoneKey`.
+/// `utilnode.GetZoneKey` (component-helpers' `topology.GetZoneKey`): the deprecated
+/// `failure-domain.beta.kubernetes.io/{zone,region}` labels win when present (even with an
+/// empty value), then `topology.kubernetes.io/{zone,region}`; "" when both parts are empty.
 pub fn zone_key(labels: &[(String, String)]) -> String {
     let get = |k: &str| labels.iter().find(|(lk, _)| lk == k).map(|(_, v)| v.as_str());
-    let zone = get(ZONE).or_else(|| get(ZONE_BETA)).unwrap_or_default();
-    let region = get(REGION).or_else(|| get(REGION_BETA)).unwrap_or_default();
+    let zone = get(ZONE_BETA).or_else(|| get(ZONE)).unwrap_or_default();
+    let region = get(REGION_BETA).or_else(|| get(REGION)).unwrap_or_default();
     if zone.is_empty() && region.is_empty() {
         String::new()
     } else {

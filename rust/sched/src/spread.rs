@@ -28,6 +28,7 @@
 //! as upstream reads a missing label.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::api::{DefaultSpread, PodSpec, TopologySpreadConstraint};
 use crate::intern::Interner;
@@ -92,6 +93,27 @@ fn parse_list(list: &[TopologySpreadConstraint], system_default: bool, pod_label
         .collect()
 }
 
+/// Per constraint: domain (value id) -> matching pods. Ids are dense small integers, hashed with
+/// one multiply (FxHash's constant) rather than SipHash: PreFilter touches the map once per node.
+type Domains = HashMap<u32, i64, BuildHasherDefault<IdHasher>>;
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write_u32(&mut self, id: u32) {
+        self.0 = u64::from(id).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("domain keys are u32 value ids")
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// A constraint compiled for a cycle.
 #[derive(Debug, Clone)]
 pub struct CConstraint {
@@ -131,16 +153,25 @@ fn has_keys(labels: &[(u32, u32)], cs: &[CConstraint]) -> bool {
     cs.iter().all(|c| c.key.and_then(|k| label(labels, k)).is_some())
 }
 
-/// `matchNodeInclusionPolicies`.
+/// `matchNodeInclusionPolicies`. nodeAffinityPolicy Honor reads the pod's own nodeSelector and
+/// required terms only (upstream's `GetRequiredNodeAffinity(pod)`), not a profile's
+/// addedAffinity.
 fn included(snap: &Snapshot, q: &Query<'_>, c: &CConstraint, s: usize) -> bool {
     let cols = &snap.cols;
-    (!c.honor_affinity || q.affinity.required_match(&cols.labels[s], &cols.names[s], &snap.strings))
+    (!c.honor_affinity || q.affinity.pod_required_match(&cols.labels[s], &cols.names[s], &snap.strings))
         && (!c.honor_taints || q.pod.tolerations.first_untolerated(&cols.taints[s]).is_none())
 }
 
 /// Whether a counted pod is one a constraint of a pod in namespace `ns` counts.
 fn counts(p: &PodEntry, c: &CConstraint, ns: Option<u32>, strings: &Interner) -> bool {
     !p.terminating && Some(p.namespace) == ns && c.selector.matches(&p.labels, strings)
+}
+
+/// Every node's slot, in slot order. Not `snap.order`: that list is only rebuilt when a cycle
+/// starts, and preemption's calls (`filter_node`, dry runs, reprieve) may come after nodes were
+/// added or removed. The counts are sums per domain, the same in any order.
+fn live_slots(snap: &Snapshot) -> impl Iterator<Item = usize> + '_ {
+    snap.cols.live.iter().enumerate().filter_map(|(s, &live)| live.then_some(s))
 }
 
 /// `countPodsMatchSelector` on one node.
@@ -157,14 +188,26 @@ fn count_on(snap: &Snapshot, s: usize, c: &CConstraint, ns: Option<u32>) -> i64 
 pub struct Filter {
     constraints: Vec<CConstraint>,
     /// Per constraint: domain (value id) -> matching pods.
-    domains: Vec<HashMap<u32, i64>>,
+    domains: Vec<Domains>,
+    /// Per constraint: the minimum `check` compares with (upstream's critical path), kept with
+    /// `domains` rather than searched for every node.
+    mins: Vec<i64>,
+}
+
+/// The minimum matching pods over a constraint's domains; 0 while there are fewer domains than
+/// minDomains.
+fn global_min(c: &CConstraint, d: &Domains) -> i64 {
+    if (d.len() as i64) < c.min_domains {
+        0
+    } else {
+        d.values().copied().min().unwrap_or(i64::MAX)
+    }
 }
 
 impl Filter {
     pub fn new(snap: &Snapshot, q: &Query<'_>, constraints: Vec<CConstraint>, ns: Option<u32>) -> Filter {
-        let mut domains = vec![HashMap::new(); constraints.len()];
-        for &slot in &snap.order {
-            let s = slot as usize;
+        let mut domains = vec![Domains::default(); constraints.len()];
+        for s in live_slots(snap) {
             let labels = &snap.cols.labels[s];
             if !has_keys(labels, &constraints) {
                 continue;
@@ -176,13 +219,19 @@ impl Filter {
                 }
             }
         }
-        Filter { constraints, domains }
+        let mins = constraints.iter().zip(&domains).map(|(c, d)| global_min(c, d)).collect();
+        Filter { constraints, domains, mins }
+    }
+
+    /// The hard constraints the counts are for.
+    pub fn constraints(&self) -> &[CConstraint] {
+        &self.constraints
     }
 
     /// PreFilter's tally (upstream's `TpValueToMatchNum`): per hard constraint, the eligible
     /// domains' values with their matching pods, sorted by value.
     pub fn domain_counts(&self, snap: &Snapshot) -> Vec<Vec<(String, i64)>> {
-        let named = |d: &HashMap<u32, i64>| {
+        let named = |d: &Domains| {
             let mut v: Vec<(String, i64)> = d.iter().map(|(&k, &n)| (snap.strings.name(k).to_string(), n)).collect();
             v.sort();
             v
@@ -192,11 +241,10 @@ impl Filter {
 
     /// None when the node passes, else (reason, unresolvable).
     pub fn check(&self, labels: &[(u32, u32)]) -> Option<(&'static str, bool)> {
-        for (c, d) in self.constraints.iter().zip(&self.domains) {
+        for ((c, d), &min) in self.constraints.iter().zip(&self.domains).zip(&self.mins) {
             let Some(value) = c.key.and_then(|k| label(labels, k)) else {
                 return Some((ERR_NODE_LABEL_NOT_MATCH, true));
             };
-            let min = if (d.len() as i64) < c.min_domains { 0 } else { d.values().copied().min().unwrap_or(i64::MAX) };
             let skew = d.get(&value).copied().unwrap_or(0) + i64::from(c.self_match) - min;
             if skew > c.max_skew {
                 return Some((ERR_CONSTRAINTS_NOT_MATCH, false));
@@ -207,17 +255,29 @@ impl Filter {
 
     /// `RemovePod` for a preemption dry run: `pods` leave the node in `slot`.
     pub fn remove(&mut self, snap: &Snapshot, q: &Query<'_>, slot: usize, pods: &[&PodEntry], ns: Option<u32>) {
+        self.update(snap, q, slot, pods, ns, -1);
+    }
+
+    /// `AddPod` (upstream adds a node's nominated pods to a copy of the PreFilter state while it
+    /// filters that node): `pods` join the node in `slot`.
+    pub fn add(&mut self, snap: &Snapshot, q: &Query<'_>, slot: usize, pods: &[&PodEntry], ns: Option<u32>) {
+        self.update(snap, q, slot, pods, ns, 1);
+    }
+
+    /// `updateWithPod`: the node's domains count `pods` `delta` times more (terminating or not).
+    fn update(&mut self, snap: &Snapshot, q: &Query<'_>, slot: usize, pods: &[&PodEntry], ns: Option<u32>, delta: i64) {
         let labels = &snap.cols.labels[slot];
         if !has_keys(labels, &self.constraints) {
             return;
         }
-        for (c, d) in self.constraints.iter().zip(self.domains.iter_mut()) {
+        for ((c, d), min) in self.constraints.iter().zip(self.domains.iter_mut()).zip(self.mins.iter_mut()) {
             if !included(snap, q, c, slot) {
                 continue;
             }
             let value = c.key.and_then(|k| label(labels, k)).expect("has_keys checked it");
-            let gone = pods.iter().filter(|p| Some(p.namespace) == ns && c.selector.matches(&p.labels, &snap.strings)).count();
-            *d.entry(value).or_insert(0) -= gone as i64;
+            let n = pods.iter().filter(|p| Some(p.namespace) == ns && c.selector.matches(&p.labels, &snap.strings)).count();
+            *d.entry(value).or_insert(0) += delta * n as i64;
+            *min = global_min(c, d);
         }
     }
 }
@@ -231,7 +291,7 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
     // upstream reads a missing label as "": the same domain as a label whose value is ""
     let missing = snap.strings.get("").unwrap_or(MISSING);
     let ignored: Vec<bool> = slots.iter().map(|&s| require_all && !has_keys(&cols.labels[s as usize], cs)).collect();
-    let mut domains: Vec<HashMap<u32, i64>> = vec![HashMap::new(); cs.len()];
+    let mut domains: Vec<Domains> = vec![Domains::default(); cs.len()];
     for (&s, _) in slots.iter().zip(&ignored).filter(|(_, &ig)| !ig) {
         for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
             d.entry(value_of(c, s as usize).unwrap_or(missing)).or_insert(0);
@@ -240,15 +300,17 @@ pub fn scores(snap: &Snapshot, q: &Query<'_>, cs: &[CConstraint], ns: Option<u32
     let kept = ignored.iter().filter(|&&ig| !ig).count();
     let weights: Vec<f64> =
         cs.iter().zip(&domains).map(|(c, d)| (if c.hostname { kept } else { d.len() } as f64 + 2.0).ln()).collect();
-    for &slot in &snap.order {
-        let s = slot as usize;
+    // hostname constraints read each node's own pods below: no walk when there are only those
+    let walk = cs.iter().any(|c| !c.hostname);
+    for s in live_slots(snap).filter(|_| walk) {
         if require_all && !has_keys(&cols.labels[s], cs) {
             continue;
         }
         for (c, d) in cs.iter().zip(domains.iter_mut()).filter(|(c, _)| !c.hostname) {
-            let value = value_of(c, s).unwrap_or(missing);
-            if d.contains_key(&value) && included(snap, q, c, s) {
-                *d.get_mut(&value).expect("present") += count_on(snap, s, c, ns);
+            if let Some(n) = d.get_mut(&value_of(c, s).unwrap_or(missing)) {
+                if included(snap, q, c, s) {
+                    *n += count_on(snap, s, c, ns);
+                }
             }
         }
     }

@@ -1942,7 +1942,6 @@ mod node_tree {
     }
 
     #[test]
-    #[ignore = "needs: node.rs zone_key reads failure-domain.beta.kubernetes.io/{zone,region} first, then topology.kubernetes.io/*"]
     fn get_zone_key_beta_labels_take_precedence() {
         // "has both beta and GA zone and region keys, beta labels take precedent"
         let labels = [(ZONE, "zone1"), (REGION, "region1"), (BETA_ZONE, "zone2"), (BETA_REGION, "region2")];

@@ -105,3 +105,7 @@ def test_zone_key_uses_region_and_zone_labels() -> None:
     assert zone_key(labelled({"topology.kubernetes.io/region": "r", "topology.kubernetes.io/zone": "z"})) \
         == "r:\x00:z"
     assert zone_key(labelled({"failure-domain.beta.kubernetes.io/zone": "old"})) == ":\x00:old"
+    # both present: the beta labels win, as upstream's GetZoneKey reads them first
+    both = {"failure-domain.beta.kubernetes.io/zone": "old", "topology.kubernetes.io/zone": "new",
+            "topology.kubernetes.io/region": "r"}
+    assert zone_key(labelled(both)) == "r:\x00:old"
