@@ -178,10 +178,6 @@ class Env:
         self.plugin = next(pl for pl in self.fw.plugins.post_filter if isinstance(pl, DefaultPreemption))
         if args is not None:
             self.plugin.args = args
-        # A cycle's filter pass precedes PostFilter and brings the kernels' node list up to date
-        # (read-only kernel calls use it as the last cycle left it).
-        assert self.fw.native is not None
-        self.fw.native.snapshot.node_names()
 
     def state(self, pod: Obj) -> CycleState:
         state = CycleState()
