@@ -8,6 +8,15 @@ raises one `ConfigError` listing every problem (field paths as upstream's valida
 them). The expansion of multiPoint into extension points needs to know which points each
 plugin implements, so it happens when the framework is built (`kubecore.scheduler.registry`).
 
+Validation follows upstream's ValidateKubeSchedulerConfiguration on the defaulted document:
+leaderElection (durations, "leases" only) and clientConnection (burst) as component-base checks
+them, every profile's queueSort set (and its args) equal to the first profile's, the plugins v1
+removed (EBSLimits, GCEPDLimits, AzureDiskLimits, CinderLimits) refused at extension points and in
+pluginConfig, and each in-tree plugin's args (`config_args`). Empty leaderElection fields take
+the scheduler's defaults (leases in kube-system/kube-scheduler, 15s/10s/2s); clientConnection keeps
+only what the document sets (upstream's defaults are DEFAULT_CLIENT_CONNECTION, but kubecore's
+scheduler command has its own qps/burst defaults).
+
 Merge rules (per extension point, custom over default):
 
 - `disabled: [{name: "*"}]` drops every default plugin of that point;
@@ -18,6 +27,8 @@ Merge rules (per extension point, custom over default):
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +40,8 @@ from kubecore.scheduler.configerrors import ConfigError, FieldErrors
 from kubecore.scheduler.podinfo import DEFAULT_SCHEDULER_NAME
 
 __all__ = ["API_VERSION", "EXTENSION_POINTS", "PluginRef", "PluginSet", "Profile", "SchedulerConfig",
-           "parse_config", "load_config", "default_config", "DEFAULT_PLUGINS", "ConfigError"]
+           "parse_config", "load_config", "default_config", "DEFAULT_PLUGINS", "ConfigError",
+           "INVALID_PLUGINS", "DEFAULT_LEADER_ELECTION", "DEFAULT_CLIENT_CONNECTION"]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -41,8 +53,8 @@ MULTI_POINT = "multiPoint"
 DEFAULT_PLUGINS: list[tuple[str, int]] = [
     ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
     ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", 0), ("EBSLimits", 0), ("GCEPDLimits", 0), ("NodeVolumeLimits", 0),
-    ("AzureDiskLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0), ("PodTopologySpread", 2),
+    ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0), ("VolumeZone", 0),
+    ("PodTopologySpread", 2),
     ("InterPodAffinity", 2), ("DefaultPreemption", 0), ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1), ("DefaultBinder", 0),
 ]
@@ -51,6 +63,17 @@ _TOP_FIELDS = {"apiVersion", "kind", "parallelism", "percentageOfNodesToScore", 
                "healthzBindAddress", "metricsBindAddress", "enableProfiling", "enableContentionProfiling",
                "delayCacheUntilActive"}
 _PROFILE_FIELDS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
+# Removed in-tree plugins that v1 rejects (validation.go invalidPluginsByVersion).
+INVALID_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
+# SetDefaults_KubeSchedulerConfiguration and component-base's RecommendedDefaultLeaderElectionConfiguration.
+DEFAULT_LEADER_ELECTION: dict[str, Any] = {
+    "leaderElect": True, "leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s",
+    "resourceLock": "leases", "resourceName": "kube-scheduler", "resourceNamespace": "kube-system"}
+DEFAULT_CLIENT_CONNECTION: dict[str, Any] = {
+    "kubeconfig": "", "acceptContentTypes": "", "contentType": "application/vnd.kubernetes.protobuf",
+    "qps": 50.0, "burst": 100}
+_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass
@@ -72,6 +95,7 @@ class Profile:
     plugins: dict[str, PluginSet] = field(default_factory=dict)  # point (and multiPoint) -> set
     plugin_args: dict[str, Any] = field(default_factory=dict)    # plugin -> typed args or dict
     explicit: set[str] = field(default_factory=set)  # plugins the document itself enables
+    raw_args: dict[str, Any] = field(default_factory=dict)  # pluginConfig args as written (None if absent)
 
     def plugin_set(self, point: str) -> PluginSet:
         return self.plugins.get(point) or PluginSet()
@@ -103,11 +127,16 @@ def _plugin_set(obj: Any, path: str, errs: FieldErrors) -> PluginSet:
     for k in obj:
         if k not in ("enabled", "disabled"):
             errs.unknown_field(path, k)
+    for key in ("enabled", "disabled"):
+        for i, p in enumerate(obj.get(key) or []):
+            for k in p if isinstance(p, dict) else ():
+                if k not in ("name", "weight"):
+                    errs.unknown_field(f"{path}.{key}[{i}]", k)
     for i, p in enumerate(obj.get("enabled") or []):
         if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not p["name"]:
             errs.required(f"{path}.enabled[{i}].name")
             continue
-        w = p.get("weight", 0)
+        w = p.get("weight") or 0
         if not isinstance(w, int) or isinstance(w, bool) or w < 0:
             errs.invalid(f"{path}.enabled[{i}].weight", w, "must be a non-negative integer")
             w = 0
@@ -178,6 +207,10 @@ def _profile(obj: Any, path: str, errs: FieldErrors, *, single: bool) -> Profile
         got = _plugin_set(custom.get(point), f"{path}.plugins.{point}", errs)
         prof.explicit.update(p.name for p in got.enabled)
         prof.plugins[point] = merge_plugin_set(defaults.get(point) or PluginSet(), got)
+        if point != MULTI_POINT:  # upstream checks the extension points, not multiPoint
+            for i, p in enumerate(got.enabled):
+                if p.name in INVALID_PLUGINS:
+                    errs.invalid(f"{path}.plugins.{point}.enabled[{i}]", p.name, _invalid_in_v1())
     _plugin_config(obj.get("pluginConfig"), prof, f"{path}.pluginConfig", errs)
     return prof
 
@@ -186,21 +219,36 @@ def _plugin_config(items: Any, prof: Profile, path: str, errs: FieldErrors) -> N
     if items is not None and not isinstance(items, list):
         errs.type_error(path, items, "a list")
         items = []
+    seen: set[str] = set()
     for i, item in enumerate(items or []):
         p = f"{path}[{i}]"
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
             errs.required(f"{p}.name")
             continue
         name = item["name"]
-        if name in prof.plugin_args:
+        for k in item:
+            if k not in ("name", "args"):
+                errs.unknown_field(p, k)
+        duplicate = name in seen
+        if duplicate:
             errs.duplicate(f"{p}.name", name)
+        seen.add(name)
+        if name in INVALID_PLUGINS:
+            errs.invalid(p, name, _invalid_in_v1())
             continue
-        prof.plugin_args[name] = parse_plugin_args(name, item.get("args"), f"{p}.args", errs)
+        args = parse_plugin_args(name, item.get("args"), f"{p}.args", errs)  # a duplicate's args are checked too
+        if not duplicate:
+            prof.plugin_args[name] = args
+            prof.raw_args[name] = item.get("args")
     for name in _enabled_names(prof):
         if name not in prof.plugin_args:
             args = default_plugin_args(name)
             if args is not None:
                 prof.plugin_args[name] = args
+
+
+def _invalid_in_v1() -> str:
+    return f"was invalid in version {json.dumps(API_VERSION)} (KubeSchedulerConfiguration is version {json.dumps(API_VERSION)})"
 
 
 def _enabled_names(prof: Profile) -> list[str]:
@@ -214,7 +262,9 @@ def _enabled_names(prof: Profile) -> list[str]:
 # ---- the whole configuration -----------------------------------------------------------------
 
 def _int_field(obj: dict[str, Any], key: str, default: int, errs: FieldErrors) -> int:
-    v = obj.get(key, default)
+    v = obj.get(key)
+    if v is None:  # unset or null: the default
+        return default
     if isinstance(v, bool) or not isinstance(v, int):
         errs.type_error(key, v, "an integer")
         return default
@@ -233,12 +283,93 @@ def _validate_top(cfg: SchedulerConfig, errs: FieldErrors) -> None:
                      "must be greater than or equal to PodInitialBackoffSeconds")
     names: set[str] = set()
     for i, prof in enumerate(cfg.profiles):
-        if prof.scheduler_name and prof.scheduler_name in names:
+        if prof.scheduler_name in names:
             errs.duplicate(f"profiles[{i}].schedulerName", prof.scheduler_name)
         names.add(prof.scheduler_name)
-    sorts = {tuple(p.name for p in prof.plugin_set("queueSort").enabled) for prof in cfg.profiles}
-    if len(cfg.profiles) > 1 and len(sorts) > 1:
-        errs.invalid("profiles[1].plugins.queueSort", "", "queueSort must be the same for all profiles")
+    _validate_common_queue_sort(cfg.profiles, errs)
+
+
+def _queue_sort_value(ps: PluginSet) -> str:
+    enabled = ", ".join(f"{p.name}" + (f":{p.weight}" if p.weight else "") for p in ps.enabled)
+    return f"{{enabled: [{enabled}], disabled: [{', '.join(ps.disabled)}]}}"
+
+
+def _validate_common_queue_sort(profiles: list[Profile], errs: FieldErrors) -> None:
+    """validateCommonQueueSort: every profile's queueSort set (and its args) equals the first's."""
+    if not profiles:
+        return
+    canon = profiles[0].plugin_set("queueSort")
+    if len(canon.enabled) > 1:
+        errs.invalid("profiles[0].plugins.queueSort.Enabled", len(canon.enabled),
+                     "only one queue sort plugin can be enabled")
+    sort_name = canon.enabled[0].name if canon.enabled else ""
+    canon_args = profiles[0].raw_args.get(sort_name) if sort_name else None
+    key = ([(p.name, p.weight) for p in canon.enabled], canon.disabled)
+    for i, prof in enumerate(profiles[1:], start=1):
+        curr = prof.plugin_set("queueSort")
+        if ([(p.name, p.weight) for p in curr.enabled], curr.disabled) != key:
+            errs.invalid(f"profiles[{i}].plugins.queueSort", _queue_sort_value(curr),
+                         "queueSort must be the same for all profiles")
+        if sort_name and sort_name in prof.raw_args and (prof.raw_args[sort_name] or None) != (canon_args or None):
+            errs.invalid(f"profiles[{i}].pluginConfig.args", json.dumps(prof.raw_args[sort_name]),
+                         "queueSort must be the same for all profiles")
+
+
+def _go_duration(value: Any) -> float | None:
+    """Seconds of a Go duration string ("1m30s", "-2s", "0"), None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, str):
+        return None
+    text, sign = value, 1.0
+    if text.startswith(("+", "-")):
+        sign, text = (-1.0 if text[0] == "-" else 1.0), text[1:]
+    if text == "0":
+        return 0.0
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sign * sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+
+
+def _section(doc: dict[str, Any], key: str, defaults: dict[str, Any], errs: FieldErrors) -> dict[str, Any]:
+    """leaderElection / clientConnection: strict fields, empty values take the scheduler's defaults."""
+    raw = doc.get(key)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errs.type_error(key, raw, "an object")
+        raw = {}
+    out = dict(defaults)
+    for k, v in raw.items():
+        if k not in defaults:
+            errs.unknown_field(key, k)
+        elif v is not None and v != "" and v != 0:  # Go zero values are defaulted
+            out[k] = v
+        elif isinstance(v, bool):
+            out[k] = v
+    return out
+
+
+def _validate_leader_election(le: dict[str, Any], errs: FieldErrors) -> None:
+    """component-base ValidateLeaderElectionConfiguration plus the scheduler's "leases only" rule."""
+    if le.get("leaderElect") is not True:
+        return
+    secs: dict[str, float] = {}
+    for k in ("leaseDuration", "renewDeadline", "retryPeriod"):
+        d = _go_duration(le.get(k))
+        if d is None:
+            errs.type_error(f"leaderElection.{k}", le.get(k), 'a duration such as "15s"')
+            return
+        secs[k] = d
+        if d <= 0:
+            errs.invalid_raw(f"leaderElection.{k}", str(le.get(k)), "must be greater than zero")
+    if secs["leaseDuration"] <= secs["renewDeadline"]:
+        errs.invalid_raw("leaderElection.leaseDuration", str(le.get("renewDeadline")),
+                         "LeaseDuration must be greater than RenewDeadline")
+    for k in ("resourceLock", "resourceNamespace", "resourceName"):
+        if not le.get(k):
+            errs.invalid(f"leaderElection.{k}", "", f"{k} is required")
+    if le.get("resourceLock") != "leases":
+        errs.invalid("leaderElection.resourceLock", le.get("resourceLock"), 'resourceLock value must be "leases"')
 
 
 def _document(data: Any) -> dict[str, Any]:
@@ -260,6 +391,16 @@ def config_from_dict(data: dict[str, Any] | None) -> SchedulerConfig:
     for k in doc:
         if k not in _TOP_FIELDS:
             errs.unknown_field("", k)
+    # clientConnection keeps only the fields the document sets: kubecore's scheduler command has its
+    # own qps/burst defaults (upstream's, DEFAULT_CLIENT_CONNECTION, would hold it to 50 requests/s).
+    written = doc.get("clientConnection")
+    client_connection = {k: v for k, v in _section(doc, "clientConnection", DEFAULT_CLIENT_CONNECTION, errs).items()
+                         if isinstance(written, dict) and k in written}
+    burst = client_connection.get("burst", 0)
+    if isinstance(burst, int) and burst < 0:
+        errs.invalid("clientConnection.burst", burst, "must be non-negative")
+    leader_election = _section(doc, "leaderElection", DEFAULT_LEADER_ELECTION, errs)
+    _validate_leader_election(leader_election, errs)
     if doc.get("extenders"):
         errs.forbidden("extenders", "scheduler extenders are not supported by kubecore")
     raw_profiles = doc.get("profiles") or [{}]
@@ -274,8 +415,8 @@ def config_from_dict(data: dict[str, Any] | None) -> SchedulerConfig:
         percentage_of_nodes_to_score=_int_field(doc, "percentageOfNodesToScore", 0, errs),
         pod_initial_backoff_seconds=_int_field(doc, "podInitialBackoffSeconds", 1, errs),
         pod_max_backoff_seconds=_int_field(doc, "podMaxBackoffSeconds", 10, errs),
-        leader_election=dict(doc.get("leaderElection") or {}),
-        client_connection=dict(doc.get("clientConnection") or {}),
+        leader_election=leader_election,
+        client_connection=client_connection,
     )
     _validate_top(cfg, errs)
     errs.raise_if_any()

@@ -126,14 +126,17 @@ def _resources(items: list[Any], path: str, errs: FieldErrors, *, balanced: bool
     seen: set[str] = set()
     for i, item in enumerate(items):
         p = f"{path}[{i}]"
+        if isinstance(item, dict) and any(k not in ("name", "weight") for k in item):
+            _Reader(item, p, errs, {"name", "weight"})  # strict decoding: "Name" is not "name"
+            continue
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
             errs.required(f"{p}.name")
             continue
-        name, weight = item["name"], item.get("weight") or 1
+        name, weight = item["name"], item.get("weight") or 1  # 0 or unset: weight 1
         if not isinstance(weight, int) or isinstance(weight, bool):
             errs.type_error(f"{p}.weight", weight, "an integer")
             continue
-        if name in seen:
+        if balanced and name in seen:  # upstream checks duplicates for BalancedAllocation only
             errs.duplicate(f"{p}.name", name)
         seen.add(name)
         if balanced and weight != 1:
@@ -144,26 +147,44 @@ def _resources(items: list[Any], path: str, errs: FieldErrors, *, balanced: bool
     return out
 
 
-def _shape(items: list[Any], path: str, errs: FieldErrors) -> list[tuple[int, int]]:
+def _shape(items: list[Any], path: str, errs: FieldErrors, decode_path: str) -> list[tuple[int, int]]:
+    """validateFunctionShape: at least one point; the first unsorted point; every point's ranges.
+    Decoding errors (unknown fields) name the points under `decode_path`, as written."""
     if not items:
         errs.required(path, "at least one point must be specified")
         return []
     out: list[tuple[int, int]] = []
+    indexed: list[int] = []
+    unsorted_reported = False
     for i, pt in enumerate(items):
         p = f"{path}[{i}]"
+        if isinstance(pt, dict) and any(k not in ("utilization", "score") for k in pt):
+            _Reader(pt, f"{decode_path}[{i}]", errs, {"utilization", "score"})
+            continue
         u = pt.get("utilization", 0) if isinstance(pt, dict) else None
         s = pt.get("score", 0) if isinstance(pt, dict) else None
         if not isinstance(u, int) or not isinstance(s, int):
             errs.type_error(p, pt, "a point with integer utilization and score")
             continue
+        if out and u <= out[-1][0] and not unsorted_reported:
+            errs.invalid(f"{p}.utilization", u, "utilization values must be sorted in increasing order")
+            unsorted_reported = True
+        out.append((u, s))
+        indexed.append(i)
+    for i, (u, s) in zip(indexed, out):
+        p = f"{path}[{i}]"
         if not 0 <= u <= 100:
             errs.invalid(f"{p}.utilization", u, "not in valid range [0, 100]")
-        elif out and u <= out[-1][0]:
-            errs.invalid(f"{p}.utilization", u, "utilization values must be sorted in increasing order")
         if not 0 <= s <= 10:
             errs.invalid(f"{p}.score", s, "not in valid range [0, 10]")
-        out.append((u, s))
     return out
+
+
+def _label_names(values: list[str], path: str, errs: FieldErrors) -> None:
+    """metav1validation.ValidateLabelName for each value: one error per message."""
+    for i, v in enumerate(values):
+        for msg in is_qualified_name(v):
+            errs.invalid(f"{path}[{i}]", v, msg)
 
 
 # ---- one parser per kind ---------------------------------------------------------------------
@@ -172,9 +193,13 @@ def _fit(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeResourcesFitA
     r = _Reader(obj, path, errs, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy"})
     args = NodeResourcesFitArgs(ignored_resources=[str(x) for x in r.get_list("ignoredResources")],
                                 ignored_resource_groups=[str(x) for x in r.get_list("ignoredResourceGroups")])
+    _label_names(args.ignored_resources, f"{path}.ignoredResources", errs)
     for i, g in enumerate(args.ignored_resource_groups):
+        gp = f"{path}.ignoredResourceGroups[{i}]"
         if "/" in g:
-            errs.invalid(f"{path}.ignoredResourceGroups[{i}]", g, "resource group name can't contain '/'")
+            errs.invalid(gp, g, "resource group name can't contain '/'")
+        for msg in is_qualified_name(g):
+            errs.invalid(gp, g, msg)
     strategy = obj.get("scoringStrategy")
     if strategy is None:
         return args
@@ -183,16 +208,25 @@ def _fit(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeResourcesFitA
         return args
     sp = f"{path}.scoringStrategy"
     s = _Reader(strategy, sp, errs, {"type", "resources", "requestedToCapacityRatio"})
-    args.strategy = s.get_str("type", "LeastAllocated")
+    # A scoringStrategy without a type keeps "" (only a missing scoringStrategy is defaulted), which
+    # upstream's NewFit then rejects as an unsupported type.
+    args.strategy = s.get_str("type", "")
     if args.strategy not in FIT_STRATEGIES:
         errs.unsupported(f"{sp}.type", args.strategy, FIT_STRATEGIES)
     args.resources = _resources(s.get_list("resources"), f"{sp}.resources", errs, balanced=False) \
         or list(DEFAULT_RESOURCES)
-    if args.strategy == "RequestedToCapacityRatio":
-        rtc = strategy.get("requestedToCapacityRatio") or {}
-        shape = rtc.get("shape") if isinstance(rtc, dict) else None
-        args.shape = _shape(shape if isinstance(shape, list) else [],
-                            f"{sp}.requestedToCapacityRatio.shape", errs)
+    rtc = strategy.get("requestedToCapacityRatio")
+    if rtc is not None and not isinstance(rtc, dict):
+        errs.type_error(f"{sp}.requestedToCapacityRatio", rtc, "an object")
+        rtc = {}
+    if rtc is not None:
+        _Reader(rtc, f"{sp}.requestedToCapacityRatio", errs, {"shape"})
+    if rtc is not None or args.strategy == "RequestedToCapacityRatio":
+        # Upstream validates the shape whenever requestedToCapacityRatio is set, and names it
+        # scoringStrategy.shape (not .requestedToCapacityRatio.shape).
+        shape = (rtc or {}).get("shape")
+        args.shape = _shape(shape if isinstance(shape, list) else [], f"{sp}.shape", errs,
+                            f"{sp}.requestedToCapacityRatio.shape")
     return args
 
 
@@ -202,36 +236,41 @@ def _balanced(obj: dict[str, Any], path: str, errs: FieldErrors) -> NodeResource
     return NodeResourcesBalancedAllocationArgs(resources=resources or list(DEFAULT_RESOURCES))
 
 
-def _spread_constraint(c: Any, path: str, errs: FieldErrors, seen: set[tuple[str, str]]) -> None:
+def _spread_constraint(c: Any, path: str, errs: FieldErrors, earlier: list[tuple[str, str]]) -> None:
     if not isinstance(c, dict):
         errs.type_error(path, c, "an object")
         return
     if not isinstance(c.get("maxSkew"), int) or c["maxSkew"] <= 0:
         errs.invalid(f"{path}.maxSkew", c.get("maxSkew"), "must be greater than zero")
-    key, when = c.get("topologyKey"), c.get("whenUnsatisfiable")
+    key, when = str(c.get("topologyKey") or ""), str(c.get("whenUnsatisfiable") or "")
     if not key:
         errs.required(f"{path}.topologyKey", "can not be empty")
-    if when not in ("DoNotSchedule", "ScheduleAnyway"):
+    else:
+        for msg in is_qualified_name(key):
+            errs.invalid(f"{path}.topologyKey", key, msg)
+    if not when:
+        errs.required(f"{path}.whenUnsatisfiable", "can not be empty")
+    elif when not in ("DoNotSchedule", "ScheduleAnyway"):
         errs.unsupported(f"{path}.whenUnsatisfiable", when, ["DoNotSchedule", "ScheduleAnyway"])
-    if (str(key), str(when)) in seen:
-        errs.duplicate(f"{path}.{{topologyKey, whenUnsatisfiable}}", f"{{{key}, {when}}}")
-    seen.add((str(key), str(when)))
     if c.get("labelSelector") is not None:
         errs.forbidden(f"{path}.labelSelector",
                        "constraint must not define a selector, as they deduced for each pod")
+    if (key, when) in earlier:
+        errs.duplicate(path, f"{{{key}, {when}}}")
+    earlier.append((key, when))
 
 
 def _spread(obj: dict[str, Any], path: str, errs: FieldErrors) -> PodTopologySpreadArgs:
     r = _Reader(obj, path, errs, {"defaultConstraints", "defaultingType"})
     args = PodTopologySpreadArgs(default_constraints=r.get_list("defaultConstraints"),
-                                 defaulting_type=r.get_str("defaultingType", "System"))
+                                 defaulting_type=r.get_str("defaultingType", "") or "System")
     if args.defaulting_type not in ("System", "List"):
-        errs.unsupported(f"{path}.defaultingType", args.defaulting_type, ["List", "System"])
-    seen: set[tuple[str, str]] = set()
-    for i, c in enumerate(args.default_constraints):
-        _spread_constraint(c, f"{path}.defaultConstraints[{i}]", errs, seen)
-    if args.defaulting_type == "System" and args.default_constraints:
+        errs.unsupported(f"{path}.defaultingType", args.defaulting_type, ["System", "List"])
+    elif args.defaulting_type == "System" and args.default_constraints:
         errs.invalid(f"{path}.defaultingType", "System", "when .defaultConstraints are not empty")
+    earlier: list[tuple[str, str]] = []
+    for i, c in enumerate(args.default_constraints):
+        _spread_constraint(c, f"{path}.defaultConstraints[{i}]", errs, earlier)
     return args
 
 
@@ -248,6 +287,8 @@ def _preemption(obj: dict[str, Any], path: str, errs: FieldErrors) -> DefaultPre
     if args.min_candidate_nodes_percentage == 0 and args.min_candidate_nodes_absolute == 0:
         errs.invalid(f"{path}.minCandidateNodesPercentage", 0,
                      "cannot be zero at the same time as minCandidateNodesAbsolute")
+        errs.invalid(f"{path}.minCandidateNodesAbsolute", 0,
+                     "cannot be zero at the same time as minCandidateNodesPercentage")
     return args
 
 
@@ -397,6 +438,9 @@ def _volume_binding(obj: dict[str, Any], path: str, errs: FieldErrors) -> Volume
     if args.bind_timeout_seconds < 0:
         errs.invalid(f"{path}.bindTimeoutSeconds", args.bind_timeout_seconds,
                      "invalid BindTimeoutSeconds, should not be a negative value")
+    if obj.get("shape") is not None:  # feature gate StorageCapacityScoring is off (alpha)
+        errs.invalid(f"{path}.shape", str(obj["shape"]),
+                     "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring")
     return args
 
 
@@ -433,7 +477,11 @@ def parse_plugin_args(plugin: str, args: Any, path: str, errs: FieldErrors) -> A
         return dict(args)
     kind = args.get("kind")
     if kind is not None and kind != f"{plugin}Args":
-        errs.invalid(f"{path}.kind", kind, f"must be {plugin}Args for plugin {plugin}")
+        # The decoder's error (plugin group and kind must match the type); the args are not read.
+        group = "kubescheduler.config.k8s.io"
+        errs.decoding(path.removesuffix(".args"),
+                      f"args for plugin {plugin} were not of type {plugin}Args.{group}, got {kind}.{group}")
+        return parser({}, path, FieldErrors())
     return parser(args, path, errs)
 
 

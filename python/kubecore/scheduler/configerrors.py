@@ -40,6 +40,10 @@ class FieldErrors:
     def invalid(self, path: str, value: Any, detail: str) -> None:
         self.errors.append(f"{path}: Invalid value: {_go_value(value)}: {detail}")
 
+    def invalid_raw(self, path: str, value: str, detail: str) -> None:
+        """An invalid value printed as is (a Go Stringer such as a duration: 0s)."""
+        self.errors.append(f"{path}: Invalid value: {value}: {detail}")
+
     def required(self, path: str, detail: str = "") -> None:
         self.errors.append(f"{path}: Required value" + (f": {detail}" if detail else ""))
 
@@ -59,6 +63,10 @@ class FieldErrors:
     def unknown_field(self, path: str, name: str) -> None:
         where = f"{path}." if path else ""
         self.errors.append(f'strict decoding error: unknown field "{where}{name}"')
+
+    def decoding(self, path: str, detail: str) -> None:
+        """A decoder error about the object at `path` (not a field error): "decoding .path: detail"."""
+        self.errors.append(f"decoding .{path}: {detail}")
 
     def raise_if_any(self) -> None:
         if self.errors:

@@ -49,8 +49,7 @@ __all__ = ["SchedulerCore", "build_scheduler", "build_framework", "PluginFactory
 KNOWN_NATIVE = frozenset({"NodeName", "NodeUnschedulable", "NodeResourcesFit", "NodeResourcesBalancedAllocation",
                           "NodeAffinity", "TaintToleration", "NodePorts", "ImageLocality", "PodTopologySpread",
                           "InterPodAffinity"})
-UNIMPLEMENTED_DEFAULTS = frozenset({"VolumeRestrictions", "EBSLimits", "GCEPDLimits", "NodeVolumeLimits",
-                                    "AzureDiskLimits", "VolumeZone"})
+UNIMPLEMENTED_DEFAULTS = frozenset({"VolumeRestrictions", "NodeVolumeLimits", "VolumeZone"})
 
 _A = ActionType
 _POD_DELETE = ClusterEventWithHint(ClusterEvent(ev.POD, _A.DELETE))

@@ -184,7 +184,7 @@ def test_default_profile_weights_and_native_split() -> None:
                                  "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
     assert [p.name for p in fw.plugins.filter] == ["VolumeBinding"]
     assert [p.name for p in fw.plugins.post_filter] == ["DefaultPreemption"]
-    assert "VolumeZone" in fw.unavailable and "EBSLimits" in fw.unavailable
+    assert "VolumeZone" in fw.unavailable and "NodeVolumeLimits" in fw.unavailable
 
 
 @needs_native
