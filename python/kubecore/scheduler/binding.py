@@ -12,7 +12,9 @@ handleBindingCycleError).
 
 A failed binding cycle unreserves and forgets the pod (its resources are free again), which
 counts as an assigned pod's deletion for the other unschedulable pods; the pod itself goes back
-to the queue with the plugin that rejected it. The FailedScheduling event and the PodScheduled
+to the queue. A rejection while waiting at Permit is a FitError naming the plugin ("0/1 nodes are
+available: 1 <reason>."); a PreBind or Bind failure keeps its own status and message (a rejection
+there still makes the PodScheduled reason Unschedulable). The FailedScheduling event and the PodScheduled
 condition (reason `Failed.reason`, message `Failed.message`) are the caller's I/O.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from kubecore.scheduler import events as ev
 from kubecore.scheduler.cache import CacheError
+from kubecore.scheduler.interface import CLEAR_NOMINATED_NODE
 from kubecore.scheduler.podinfo import Obj, pod_key
 from kubecore.scheduler.queue import QueueError, SchedulingQueue
 from kubecore.scheduler.schedule_one import Assumed, Failed, rejection_failure
@@ -48,14 +51,19 @@ class Bound:
         return f"Bound({self.key} -> {self.node})"
 
 
-def _undo(a: Assumed, status: Status) -> Failed:
+def _undo(a: Assumed, status: Status, *, at_permit: bool = False) -> Failed:
+    """Unreserve and forget the pod. A rejection while waiting at Permit is a FitError over the
+    node (upstream bindingCycle); a PreBind or Bind failure, rejection or not, is reported as its
+    own status: it does not make the pod unschedulable (upstream handleBindingCycleError)."""
     fw = a.framework
     fw.run_unreserve(a.state, a.pod, a.node)
     try:
         fw.handle.cache.forget_pod(a.pinfo.key)
     except CacheError:
         pass
-    return rejection_failure(a.pinfo, status, a.node)
+    if at_permit:
+        return rejection_failure(a.pinfo, status, a.node)
+    return Failed(a.pinfo, status, nominating=CLEAR_NOMINATED_NODE)
 
 
 async def bind_one(a: Assumed) -> Bound | Failed:
@@ -64,7 +72,7 @@ async def bind_one(a: Assumed) -> Bound | Failed:
     if a.waiting:
         st = await fw.wait_on_permit(pod)
         if st is not None:
-            return _undo(a, st)
+            return _undo(a, st, at_permit=True)
     if fw.plugins.pre_bind:
         st = await fw.run_pre_bind(state, pod, node)
         if st is not None:

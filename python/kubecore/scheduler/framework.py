@@ -9,7 +9,7 @@ The rules, per point:
   "node(s) didn't satisfy plugin(s) [A B] simultaneously".
 - Filter: per node, in order, stopping at the first plugin that does not succeed.
 - PostFilter: until the first Success or UnschedulableAndUnresolvable; otherwise the reasons of
-  all are joined and the first rejecting plugin is named.
+  all are joined, the first rejecting plugin is named and the last non-noop result is kept.
 - PreScore: Skip drops that plugin's Score this cycle. Score: every node, then NormalizeScore,
   then each score must be within 0..100 and is multiplied by the plugin's weight.
 - Reserve: in order until a failure; Unreserve runs every Reserve plugin in reverse order.
@@ -30,7 +30,7 @@ from typing import Any
 
 from kubecore.scheduler.fiterror import NodeToStatus, go_list
 from kubecore.scheduler.interface import (
-    MAX_NODE_SCORE, MIN_NODE_SCORE, BindPlugin, CycleState, FilterPlugin, NodeScore, PermitPlugin,
+    MAX_NODE_SCORE, MIN_NODE_SCORE, BindPlugin, CycleState, FilterPlugin, NodeScore, NominatingMode, PermitPlugin,
     PostBindPlugin, PostFilterPlugin, PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterExtensions,
     PreFilterPlugin, PreFilterResult, PreScorePlugin, ReservePlugin, ScoreExtensions, ScorePlugin,
 )
@@ -242,8 +242,8 @@ class Framework:
                 return r, s.with_plugin(pl.name)
             if not s.is_rejected():
                 return None, as_status(s.as_error() or RuntimeError(s.message()), plugin=pl.name)
-            if r is not None and r.nominating_info is not None:
-                result = r
+            if r is not None and r.mode() is not NominatingMode.NOOP:
+                result = r  # the last meaningful (non-noop) result
             reasons.extend(s.reasons)
             rejector = rejector or pl.name
         return result, Status(_U, *reasons, plugin=rejector)

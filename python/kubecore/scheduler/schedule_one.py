@@ -15,9 +15,12 @@ Finding feasible nodes picks one of four ways, all with upstream's results:
                                      the Python filters on those, until numFeasibleNodesToFind pass
     no native plugins                the Python filters over the cache's nodes from a rotating start
 
-Python Score plugins then add their weighted, normalized scores to the native totals and the
-host is a random one among the best. A pod with status.nominatedNodeName tries that node first.
-Nominated pods of equal or higher priority count on their nodes while a pod is filtered.
+A profile without Score plugins stops at the first feasible node (upstream
+findNodesThatPassFilters; `nodes_to_find`). Python Score plugins then add their weighted,
+normalized scores to the native totals and the host is a random one among the best. A pod with
+status.nominatedNodeName tries that node first, before any PreFilter result applies (only the
+filters decide, as upstream's evaluateNominatedNode). Nominated pods of equal or higher priority
+count on their nodes while a pod is filtered.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from kubecore.scheduler.nominator import status_nominated_node
 from kubecore.scheduler.podinfo import NodeInfo, Obj, QueuedPodInfo, with_node_name
 from kubecore.scheduler.status import Code, Status, as_status
 
-__all__ = ["Assumed", "Failed", "schedule_one", "num_feasible_nodes_to_find", "select_host", "assume_and_reserve",
-           "fail_with_post_filter", "rejection_failure", "record_native", "CycleError"]
+__all__ = ["Assumed", "Failed", "schedule_one", "num_feasible_nodes_to_find", "nodes_to_find", "select_host",
+           "assume_and_reserve", "fail_with_post_filter", "rejection_failure", "record_native", "CycleError"]
 
 MIN_FEASIBLE_NODES = 100
 MIN_FEASIBLE_PERCENTAGE = 5
@@ -106,6 +109,15 @@ def num_feasible_nodes_to_find(percentage: int, num_all: int) -> int:
         percentage = max(50 - num_all // 125, MIN_FEASIBLE_PERCENTAGE)
     n = num_all * percentage // 100
     return max(n, MIN_FEASIBLE_NODES)
+
+
+def nodes_to_find(fw: Framework, num_all: int) -> int:
+    """How many feasible nodes end the search (upstream findNodesThatPassFilters): one when the
+    profile scores nothing (any feasible node is as good as another; kubecore has no extenders),
+    else numFeasibleNodesToFind."""
+    if not fw.has_scores:
+        return 1
+    return num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, num_all)
 
 
 def select_host(names: Sequence[str], totals: Sequence[int], rng: random.Random) -> str:
@@ -190,7 +202,7 @@ def _native_pass(fw: Framework, state: CycleState, pinfo: QueuedPodInfo, f: _Fea
     f.evaluated = res.evaluated
     record_native(fw, f.diagnosis, res, raw, feasible=len(feasible))
     cache, pod = fw.handle.cache, pinfo.pod
-    want = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, cache.num_nodes)
+    want = nodes_to_find(fw, cache.num_nodes)
     for i, name in enumerate(feasible):
         ni = cache.node_info(name)
         if ni is None:
@@ -209,7 +221,7 @@ def _python_pass(fw: Framework, state: CycleState, pinfo: QueuedPodInfo, f: _Fea
                  nodes: list[NodeInfo], *, rotate: bool) -> None:
     cache, pod = fw.handle.cache, pinfo.pod
     n = len(nodes)
-    want = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, n)
+    want = nodes_to_find(fw, n)
     start = cache.next_start_index % n if rotate and n else 0
     processed = 0
     native = fw.native if fw.native is not None and fw.native.has_filters else None
@@ -242,6 +254,8 @@ def find_feasible(fw: Framework, state: CycleState, pinfo: QueuedPodInfo) -> _Fe
     f = _Feasible(Diagnosis())
     pod, cache = pinfo.pod, fw.handle.cache
     pre, s, with_nodes = fw.run_pre_filter(state, pod)
+    if with_nodes:  # upstream: the diagnosis starts with the plugins whose PreFilterResult narrowed
+        f.diagnosis.unschedulable_plugins.update(with_nodes)
     if s is not None:
         if not s.is_rejected():
             raise CycleError(s)
@@ -251,7 +265,7 @@ def find_feasible(fw: Framework, state: CycleState, pinfo: QueuedPodInfo) -> _Fe
         return f
     nominated = status_nominated_node(pod)
     allowed = pre.node_names if pre is not None else None
-    if nominated and (allowed is None or nominated in allowed):
+    if nominated:  # tried before the PreFilter result applies, as upstream's evaluateNominatedNode
         ni = cache.node_info(nominated)
         if ni is not None:
             probe = _Feasible(Diagnosis())
@@ -290,13 +304,13 @@ def _select(fw: Framework, state: CycleState, pinfo: QueuedPodInfo, f: _Feasible
 
 
 def rejection_failure(pinfo: QueuedPodInfo, status: Status, node: str) -> Failed:
-    """A Reserve/Permit/bind rejection as upstream reports it: a FitError over the one node."""
+    """A Reserve, Permit or WaitOnPermit rejection as upstream reports it: a FitError over the one
+    node, the rejecting plugin recorded as AddPluginStatus does (Pending too)."""
     if not status.is_rejected():
         return Failed(pinfo, status, nominating=CLEAR_NOMINATED_NODE)
     diag = Diagnosis()
     diag.node_to_status.set(node, status)
-    if status.plugin:
-        diag.unschedulable_plugins.add(status.plugin)
+    diag.add_plugin_status(status)
     fe = FitError(pinfo.pod, 1, diag)
     return Failed(pinfo, Status(status.code).with_error(fe), fit_error=fe, nominating=CLEAR_NOMINATED_NODE)
 

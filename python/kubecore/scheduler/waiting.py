@@ -57,16 +57,18 @@ class WaitingPod:
         if not self._deadlines:
             self._decide(Status())
 
-    def reject(self, plugin: str, msg: str) -> None:
-        self._decide(Status(Code.UNSCHEDULABLE, msg, plugin=plugin))
+    def reject(self, plugin: str, msg: str) -> bool:
+        """Reject the pod; False when the pod was already allowed or rejected (upstream Reject)."""
+        return self._decide(Status(Code.UNSCHEDULABLE, msg, plugin=plugin))
 
-    def _decide(self, status: Status) -> None:
+    def _decide(self, status: Status) -> bool:
         if self._decision is not None:
-            return
+            return False
         self._decision = status
         self._deadlines.clear()
         if self._decided is not None:
             self._decided.set()
+        return True
 
     def _expire(self) -> None:
         now = self._clock.now()

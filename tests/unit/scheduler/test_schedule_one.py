@@ -41,6 +41,9 @@ class Counting:
         self.seen.append(ni.name)
         return None
 
+    def score(self, state: CycleState, p: Obj, ni: NodeInfo) -> tuple[int, Status | None]:
+        return 0, None  # a Score plugin: without one, the cycle stops at the first feasible node
+
 
 def test_python_filters_stop_at_enough_nodes_and_rotate_the_start() -> None:
     counting = Counting()
