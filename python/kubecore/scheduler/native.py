@@ -292,7 +292,10 @@ class NativeKernels:
 
     @contextmanager
     def nominated(self, pods: Sequence[tuple[str, bytes, str]]) -> Iterator[None]:
-        """Count nominated pods (key, json, node) on their nodes while the block runs.
+        """Nominated pods (key, json, node) while the block runs: as upstream's
+        RunFilterPluginsWithNominatedPods, a node is filtered twice, with its own nominated pods of
+        priority >= the pod's added and without them, and must pass both; counts of other nodes
+        and scores never see them.
 
         The snapshot keeps them past the block and, at the next cycle, only adds and removes
         what changed; any other use of the snapshot takes them off first (`nominate`)."""

@@ -132,7 +132,7 @@ impl NativeSchedSnapshot {
         })
     }
 
-    /// As `with`, leaving a finished cycle's nominated pods counted: for changes that commute
+    /// As `with`, leaving a finished cycle's nominated pods in place: for changes that commute
     /// with them (nodes, real pods) and for the nominated pods themselves.
     fn with_lazy<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Snapshot) -> T + Send) -> T {
         py.detach(|| f(&mut lock(&self.inner)))

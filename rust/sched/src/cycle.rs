@@ -188,6 +188,7 @@ impl Snapshot {
     fn scan_sequential(&self, q: &Query<'_>, slots: &[u32], to_find: usize, scan: &mut Scan) -> Option<usize> {
         let mut mask = vec![true; slots.len()];
         filter::mask(self, q, slots, &mut mask);
+        filter::nominated_mask(self, q, slots, &mut mask);
         self.collect(q, slots, &mask, to_find, scan)
     }
 
@@ -198,6 +199,7 @@ impl Snapshot {
             .par_chunks(PARALLEL_GRAIN)
             .zip(mask.par_chunks_mut(PARALLEL_GRAIN))
             .for_each(|(sl, m)| filter::mask(self, q, sl, m));
+        filter::nominated_mask(self, q, slots, &mut mask);
         self.collect(q, slots, &mask, to_find, scan)
     }
 

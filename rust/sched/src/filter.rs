@@ -15,7 +15,13 @@
 //! | InterPodAffinity  | node(s) didn't match pod affinity rules (UU) / pod anti-affinity rules (U) / node(s) didn't satisfy existing pods anti-affinity rules (U) | |
 //!
 //! (U = Unschedulable, UU = UnschedulableAndUnresolvable: preemption cannot help.)
+//!
+//! A node with nominated pods (the query's `nominated`, see `overlay`) is filtered as upstream's
+//! RunFilterPluginsWithNominatedPods does: first with those pods added (their usage, pod count and
+//! host ports, and PodTopologySpread's and InterPodAffinity's AddPod on a copy of the PreFilter
+//! state), then as it is; the first failing pass gives the reasons. Other nodes take one pass.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -26,7 +32,7 @@ use crate::pod::ParsedPod;
 use crate::ports::HostPort;
 use crate::profile::FilterPlugin;
 use crate::query::Query;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{PodEntry, Snapshot};
 use crate::spread::CConstraint;
 
 pub const ERR_NODE_NAME: &str = "node(s) didn't match the requested node name";
@@ -70,7 +76,8 @@ impl Failure {
     }
 }
 
-/// Pods taken off a node for a preemption dry run: their usage is not counted.
+/// Pods taken off a node for a preemption dry run: their usage is not counted. Nominated pods
+/// added to the node count negatively, their host ports in `added_ports`.
 #[derive(Debug, Clone, Default)]
 pub struct Removed {
     pub milli_cpu: i64,
@@ -79,6 +86,7 @@ pub struct Removed {
     pub pods: i64,
     pub scalars: Vec<(u32, i64)>,
     pub ports: Vec<HostPort>,
+    pub added_ports: Vec<HostPort>,
 }
 
 impl Removed {
@@ -87,8 +95,15 @@ impl Removed {
     }
 }
 
-static NOTHING_REMOVED: Removed =
-    Removed { milli_cpu: 0, memory: 0, ephemeral: 0, pods: 0, scalars: Vec::new(), ports: Vec::new() };
+static NOTHING_REMOVED: Removed = Removed {
+    milli_cpu: 0,
+    memory: 0,
+    ephemeral: 0,
+    pods: 0,
+    scalars: Vec::new(),
+    ports: Vec::new(),
+    added_ports: Vec::new(),
+};
 
 /// Whether the plugin's PreFilter says Skip for this pod (its Filter then does not run).
 pub fn skipped(plugin: FilterPlugin, pod: &ParsedPod, affinity: &Compiled, hard_spread: &[CConstraint]) -> bool {
@@ -101,9 +116,48 @@ pub fn skipped(plugin: FilterPlugin, pod: &ParsedPod, affinity: &Compiled, hard_
     }
 }
 
-/// Runs the pod's filters for the node in `slot`; None when the node fits.
+/// Runs the pod's filters for the node in `slot` (with `removed` taken off it): with the node's
+/// nominated pods, then without; None when the node fits.
 pub fn run(snap: &Snapshot, q: &Query<'_>, slot: usize, removed: Option<&Removed>) -> Option<Failure> {
-    let rm = removed.unwrap_or(&NOTHING_REMOVED);
+    if let Some(pods) = nominated_on(q, slot) {
+        if let Some(f) = run_nominated(snap, q, slot, removed, pods) {
+            return Some(f);
+        }
+    }
+    run_once(snap, q, slot, removed.unwrap_or(&NOTHING_REMOVED))
+}
+
+/// The pods nominated to `slot` that the query's filters add there.
+fn nominated_on<'q>(q: &'q Query<'_>, slot: usize) -> Option<&'q [PodEntry]> {
+    Some(q.nominated.as_ref()?.get(&(slot as u32))?.as_slice())
+}
+
+/// The pass with `pods` (nominated to `slot`) added to the node and to a copy of the PreFilter
+/// state (upstream's `addGENominatedPods`).
+fn run_nominated(snap: &Snapshot, q: &Query<'_>, slot: usize, removed: Option<&Removed>, pods: &[PodEntry]) -> Option<Failure> {
+    let refs: Vec<&PodEntry> = pods.iter().collect();
+    let mut with = q.clone();
+    if let Some(sp) = with.spread.as_mut() {
+        sp.add(snap, q, slot, &refs, q.namespace);
+    }
+    if let Some(ip) = with.interpod.as_mut() {
+        ip.add(snap, slot, &refs, q.pod);
+    }
+    let mut rm = removed.cloned().unwrap_or_default();
+    for p in pods {
+        let u = &p.usage;
+        rm.milli_cpu -= u.milli_cpu;
+        rm.memory -= u.memory;
+        rm.ephemeral -= u.ephemeral_storage;
+        rm.pods -= 1;
+        rm.scalars.extend(u.scalars.iter().map(|&(id, v)| (id, -v)));
+        rm.added_ports.extend(u.ports.iter().cloned());
+    }
+    run_once(snap, &with, slot, &rm)
+}
+
+/// One pass of the pod's filters over the node in `slot` as `rm` leaves it.
+fn run_once(snap: &Snapshot, q: &Query<'_>, slot: usize, rm: &Removed) -> Option<Failure> {
     q.filters.iter().find_map(|f| match f {
         FilterPlugin::NodeName => node_name(snap, q, slot),
         FilterPlugin::NodeUnschedulable => unschedulable(snap, q, slot),
@@ -120,6 +174,7 @@ pub fn run(snap: &Snapshot, q: &Query<'_>, slot: usize, removed: Option<&Removed
 /// (feasibility does not depend on the plugins' order; [`run`] gives a failing node's reasons).
 /// NodeUnschedulable, TaintToleration and NodeResourcesFit's pods/cpu/memory/ephemeral checks
 /// share one pass ([`column_mask`]); the others have a tight pass each. `mask[i]` must start true.
+/// Nodes with nominated pods need [`nominated_mask`] too.
 pub fn mask(snap: &Snapshot, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
     let c = &snap.cols;
     // Generic, not `dyn`: each plugin's check is inlined into its own loop.
@@ -146,6 +201,24 @@ pub fn mask(snap: &Snapshot, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
                 each(slots, mask, |s| ip.check(&c.labels[s]).is_none())
             }
             FilterPlugin::NodeUnschedulable | FilterPlugin::TaintToleration => {} // in column_mask
+        }
+    }
+}
+
+/// After [`mask`]: the nodes with nominated pods among `slots` that passed take the pass with
+/// those pods too, as [`run`] does (most cycles have none: nothing to do).
+pub fn nominated_mask(snap: &Snapshot, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
+    if let Some(nominated) = &q.nominated {
+        nominated_pass(snap, q, nominated, slots, mask);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn nominated_pass(snap: &Snapshot, q: &Query<'_>, nominated: &HashMap<u32, Vec<PodEntry>>, slots: &[u32], mask: &mut [bool]) {
+    for (m, &s) in mask.iter_mut().zip(slots) {
+        if let (true, Some(pods)) = (*m, nominated.get(&s)) {
+            *m = run_nominated(snap, q, s as usize, None, pods).is_none();
         }
     }
 }
@@ -286,7 +359,15 @@ fn taints(snap: &Snapshot, q: &Query<'_>, s: usize) -> Option<Failure> {
 }
 
 fn ports(snap: &Snapshot, q: &Query<'_>, s: usize, rm: &Removed) -> Option<Failure> {
-    snap.cols.ports[s].conflicts(&q.pod.host_ports, &rm.ports).then(|| Failure::one(Reason::Static(ERR_PORTS), false))
+    let used = &snap.cols.ports[s];
+    let conflict = if rm.added_ports.is_empty() {
+        used.conflicts(&q.pod.host_ports, &rm.ports)
+    } else {
+        let mut with = used.clone();
+        with.add(&rm.added_ports);
+        with.conflicts(&q.pod.host_ports, &rm.ports)
+    };
+    conflict.then(|| Failure::one(Reason::Static(ERR_PORTS), false))
 }
 
 /// `fitsRequest`: every insufficient resource is a reason.

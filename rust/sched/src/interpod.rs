@@ -153,10 +153,19 @@ impl Filter {
 
     /// `RemovePod` for a preemption dry run: `victims` leave the node in `slot`.
     pub fn remove(&mut self, snap: &Snapshot, slot: usize, victims: &[&PodEntry], pod: &ParsedPod) {
+        self.update(snap, slot, victims, pod, -1);
+    }
+
+    /// `AddPod` (the node's nominated pods while it is filtered): `pods` join the node in `slot`.
+    pub fn add(&mut self, snap: &Snapshot, slot: usize, pods: &[&PodEntry], pod: &ParsedPod) {
+        self.update(snap, slot, pods, pod, 1);
+    }
+
+    fn update(&mut self, snap: &Snapshot, slot: usize, pods: &[&PodEntry], pod: &ParsedPod, delta: i64) {
         let labels = &snap.cols.labels[slot];
-        for p in victims {
-            self.account_existing(snap, labels, p, pod, -1);
-            self.account_incoming(snap, labels, p, -1);
+        for p in pods {
+            self.account_existing(snap, labels, p, pod, delta);
+            self.account_incoming(snap, labels, p, delta);
         }
     }
 }

@@ -12,7 +12,7 @@
 //! `nodeaffinity`, `taints`, `ports`, `images`, `zones` (visiting order), `columns`,
 //! `snapshot`, `profile`, `query` (a pod compiled for a cycle), `filter`, `score`, `cycle`,
 //! `preempt` (preemption's dry runs, many nodes per call), `rfc3339`, `pick` (preemption's
-//! victims and node in one call), `overlay` (nominated pods counted per cycle).
+//! victims and node in one call), `overlay` (a cycle's nominated pods, added only while their own node is filtered).
 
 use std::fmt;
 

@@ -5,7 +5,10 @@
 //! - The pod is parsed and compiled ([`Query`]) once per call, not once per node or victim set.
 //! - A dry run takes the victims' usage off the node's columns (resources, pod count, host
 //!   ports) and their counts off PodTopologySpread's and InterPodAffinity's tallies, then runs
-//!   the profile's filters as a scheduling cycle does: same plugins, reasons and codes.
+//!   the profile's filters as a scheduling cycle does: same plugins, reasons and codes. Within an
+//!   active cycle the node's nominated pods (priority >= the preemptor's) are added for a first
+//!   pass and the node must pass a second one without them (`filter::run`), as upstream's
+//!   SelectVictimsOnNode runs RunFilterPluginsWithNominatedPods.
 //! - [`Snapshot::dry_run_lower`]: per node, every pod of lower priority than the preemptor is
 //!   removed (upstream's potential victims); the node fits, is rejected (with the failure), or
 //!   has no such pod. [`Snapshot::reprieve`]: per node, starting with all the given pods

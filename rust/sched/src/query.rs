@@ -9,6 +9,7 @@ use smallvec::SmallVec;
 use crate::columns::Columns;
 use crate::filter;
 use crate::nodeaffinity::Compiled;
+use crate::overlay::Nominated;
 use crate::pod::ParsedPod;
 use crate::profile::{FilterPlugin, Profile};
 use crate::resources::{self, Kind};
@@ -92,6 +93,9 @@ pub struct Query<'p> {
     pub spread_soft: Vec<spread::CConstraint>,
     /// InterPodAffinity's required terms with their counts (None: nothing to filter).
     pub interpod: Option<interpod::Filter>,
+    /// The cycle's nominated pods the filters add on their nodes (see `overlay`); neither the
+    /// counts above nor the scores include them.
+    pub nominated: Nominated,
 }
 
 fn ignored(profile: &Profile, name: &str) -> bool {
@@ -173,6 +177,7 @@ impl<'p> Query<'p> {
             spread: None,
             spread_soft: spread::compile(&pod.spread, false, &pod.labels, &snap.strings),
             interpod,
+            nominated: snap.nominated_for(pod),
         };
         if q.filters.contains(&FilterPlugin::PodTopologySpread) {
             q.spread = Some(spread::Filter::new(snap, &q, hard, q.namespace));

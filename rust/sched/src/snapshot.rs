@@ -65,10 +65,10 @@ pub struct Snapshot {
     /// Where the next cycle starts in `order` (upstream's nextStartNodeIndex).
     pub(crate) next_start: usize,
     pub(crate) rng: Rng,
-    /// Entries of `add_pods_cached`'s pods, by key, with the bytes they came from: the
-    /// scheduler's nominated pods are added for one cycle and removed after it, again and again.
+    /// Entries of `add_pods_cached`'s and the overlay's pods, by key, with the bytes they came
+    /// from: the scheduler passes its nominated pods again for every cycle.
     parse_cache: HashMap<String, (Vec<u8>, PodEntry)>,
-    /// The nominated pods counted for the current or last cycle (see `overlay`).
+    /// The nominated pods of the current or last cycle, not counted (see `overlay`).
     pub(crate) overlay: Overlay,
     /// The resource scorers' per-node scores between cycles (None: not kept).
     pub(crate) resource_cache: Option<ResourceCache>,
@@ -252,31 +252,13 @@ impl Snapshot {
     }
 
     /// `add_pod_json` for many pods, parsing only bytes not seen before under the same key (see
-    /// `parse_cache`). Returns the keys added; a pod that does not parse is skipped.
+    /// `parse_cache`). Returns the keys added; a pod that does not parse is skipped. A nominated
+    /// pod of the same key is dropped (the real pod wins).
     pub fn add_pods_cached(&mut self, pods: &[(&str, &[u8], &str)]) -> Vec<String> {
         let mut added = Vec::with_capacity(pods.len());
         for &(key, json, node) in pods {
-            let cached = match self.parse_cache.get(key) {
-                Some((bytes, e)) if bytes.as_slice() == json => Some(e.clone()),
-                _ => None,
-            };
-            let entry = match cached {
-                Some(mut e) => {
-                    if e.node != node {
-                        e.node = node.to_string();
-                    }
-                    e
-                }
-                None => {
-                    let Ok(pod) = ParsedPod::from_json(json) else { continue };
-                    let e = self.entry(key, &pod, node);
-                    if self.parse_cache.len() >= PARSE_CACHE_MAX {
-                        self.parse_cache.clear();
-                    }
-                    self.parse_cache.insert(key.to_string(), (json.to_vec(), e.clone()));
-                    e
-                }
-            };
+            let Some(entry) = self.cached_entry(key, json, node) else { continue };
+            self.overlay.pods.remove(key);
             self.remove_pod(key);
             self.insert(entry);
             added.push(key.to_string());
@@ -284,9 +266,25 @@ impl Snapshot {
         added
     }
 
-    /// Whether `add_pods_cached` last saw `bytes` under `key`.
-    pub(crate) fn cached_bytes_are(&self, key: &str, bytes: &[u8]) -> bool {
-        self.parse_cache.get(key).is_some_and(|(b, _)| b.as_slice() == bytes)
+    /// The entry of `json` under `key` on `node`, not counted, parsed only when `parse_cache`
+    /// has other bytes for the key (None: it does not parse).
+    pub(crate) fn cached_entry(&mut self, key: &str, json: &[u8], node: &str) -> Option<PodEntry> {
+        if let Some((bytes, e)) = self.parse_cache.get(key) {
+            if bytes.as_slice() == json {
+                let mut e = e.clone();
+                if e.node != node {
+                    e.node = node.to_string();
+                }
+                return Some(e);
+            }
+        }
+        let pod = ParsedPod::from_json(json).ok()?;
+        let e = self.entry(key, &pod, node);
+        if self.parse_cache.len() >= PARSE_CACHE_MAX {
+            self.parse_cache.clear();
+        }
+        self.parse_cache.insert(key.to_string(), (json.to_vec(), e.clone()));
+        Some(e)
     }
 
     /// Counts `pod` on `node` under `key` (replacing an earlier pod of the same key, a nominated

@@ -1,12 +1,18 @@
-//! Nominated pods per cycle: counted while active, gone before any later read, and only the
-//! differences applied from one cycle to the next.
+//! Nominated pods per cycle: never counted in the snapshot, added by the filters of their own
+//! node while the cycle is active, gone after it, and each cycle takes exactly the pods passed.
 
 mod common;
 
 use common::*;
+use kubecore_sched::Snapshot;
 
-fn cpu(s: &kubecore_sched::Snapshot, node: &str) -> i64 {
+fn cpu(s: &Snapshot, node: &str) -> i64 {
     res(&s.requested(node).unwrap(), "cpu")
+}
+
+/// The nodes where a pod of `cpu` fits now.
+fn fits(s: &mut Snapshot, cpu: &str) -> Vec<String> {
+    feasible(s, &pod("p", cpu, "1Mi"))
 }
 
 #[test]
@@ -15,28 +21,33 @@ fn nominated_pods_count_only_during_the_cycle() {
     let a = bytes(&pod("a", "1", "1Mi"));
     let b = bytes(&pod("b", "2", "1Mi"));
     assert_eq!(s.nominate(&[("default/a", &a, "n0"), ("default/b", &b, "n1")]), 2);
-    assert_eq!((cpu(&s, "n0"), cpu(&s, "n1"), s.pod_count()), (1000, 2000, 2));
+    assert_eq!((cpu(&s, "n0"), cpu(&s, "n1"), s.pod_count()), (0, 0, 0), "not counted in the snapshot");
+    assert_eq!(fits(&mut s, "3"), vec!["n0"], "but added while their node is filtered");
+    assert_eq!(fits(&mut s, "3500m"), Vec::<String>::new());
     s.end_nominated();
-    assert_eq!(s.nominated_count(), 2, "still counted until something reads the snapshot");
+    assert_eq!(s.nominated_count(), 2, "kept until the snapshot settles");
+    assert_eq!(fits(&mut s, "3500m"), vec!["n0", "n1"], "no longer added");
     s.settle();
-    assert_eq!((cpu(&s, "n0"), cpu(&s, "n1"), s.pod_count(), s.nominated_count()), (0, 0, 0, 0));
+    assert_eq!(s.nominated_count(), 0);
 }
 
 #[test]
-fn the_next_cycle_applies_only_the_differences() {
+fn each_cycle_takes_exactly_the_pods_passed() {
     let mut s = snapshot(&[node("n0", "4", "8Gi", 110), node("n1", "4", "8Gi", 110)]);
     let a = bytes(&pod("a", "1", "1Mi"));
     let b = bytes(&pod("b", "2", "1Mi"));
     let b2 = bytes(&pod("b", "3", "1Mi"));
     s.nominate(&[("default/a", &a, "n0"), ("default/b", &b, "n1")]);
     s.end_nominated();
-    // a moves to n1, b's JSON changes, c is new
+    // a moves to n1, b's JSON changes, c is new: n0 has 3500m free, n1 none
     let c = bytes(&pod("c", "500m", "1Mi"));
     assert_eq!(s.nominate(&[("default/a", &a, "n1"), ("default/b", &b2, "n1"), ("default/c", &c, "n0")]), 3);
-    assert_eq!((cpu(&s, "n0"), cpu(&s, "n1")), (500, 4000));
+    assert_eq!(fits(&mut s, "3500m"), vec!["n0"]);
+    assert_eq!(fits(&mut s, "3600m"), Vec::<String>::new());
     s.end_nominated();
     assert_eq!(s.nominate(&[("default/c", &c, "n0")]), 1);
-    assert_eq!((cpu(&s, "n0"), cpu(&s, "n1"), s.pod_count()), (500, 0, 1));
+    assert_eq!(fits(&mut s, "3600m"), vec!["n1"]);
+    assert_eq!(s.pod_count(), 0);
 }
 
 #[test]
@@ -45,6 +56,7 @@ fn real_pods_win_over_nominated_ones() {
     let a = bytes(&pod("a", "1", "1Mi"));
     s.add_pod_json("default/a", &bytes(&pod("a", "2", "1Mi")), "n0").unwrap();
     assert_eq!(s.nominate(&[("default/a", &a, "n0")]), 0, "a key counted as a real pod is not added");
+    assert_eq!(fits(&mut s, "2"), vec!["n0"], "only the real pod counts");
     s.end_nominated();
     s.settle();
     assert_eq!(cpu(&s, "n0"), 2000, "the real pod is still counted");
@@ -53,6 +65,7 @@ fn real_pods_win_over_nominated_ones() {
     s.nominate(&[("default/a", &a, "n0")]);
     s.end_nominated();
     s.forget_nominated("default/a");
+    assert_eq!(s.nominated_count(), 0);
     s.add_pod_json("default/a", &a, "n0").unwrap();
     s.settle();
     assert_eq!((cpu(&s, "n0"), s.pod_count()), (1000, 1));
@@ -65,6 +78,8 @@ fn a_pod_assumed_while_nominated_stays_counted() {
     s.nominate(&[("default/a", &a, "n0")]);
     // a cycle places the nominated pod for real (schedule_batch counts it with add_pod)
     s.add_pod_json("default/a", &a, "n0").unwrap();
+    assert_eq!(s.nominated_count(), 0, "the real pod replaces the nominated one");
+    assert_eq!(fits(&mut s, "3"), vec!["n0"], "counted once");
     s.end_nominated();
     s.settle();
     assert_eq!((cpu(&s, "n0"), s.pod_count(), s.nominated_count()), (1000, 1, 0));

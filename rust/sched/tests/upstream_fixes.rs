@@ -231,16 +231,10 @@ fn node_tree_groups_by_the_beta_zone() {
 /// A's zone) is. With any such pod the filters run twice, with and without them, and the node
 /// must pass both. Scoring never sees nominated pods.
 ///
-/// kubecore counts the cycle's nominated pods (the scheduler passes those of priority >= the
-/// pod's, itself excluded) as running pods of the snapshot for the whole native cycle
-/// (`Snapshot::nominate`, overlay.rs). That matches upstream for the per-node columns
-/// (resources, pod count, host ports: a pod nominated to A changes only A, and the pass without
-/// it can never fail where the pass with it succeeds), which the first test holds. It does not
-/// match for the topology counts (they are built once per cycle, by Query::new, from every node,
-/// so a pod nominated to A counts for B too), nor for InterPodAffinity's required affinity (which
-/// a nominated pod alone must not satisfy: the second pass), nor for scores. The `#[ignore]`d
-/// tests state upstream's outcome; their fix needs cycle.rs/filter.rs/query.rs/score.rs
-/// (PodTopologySpread's AddPod, `spread::Filter::add`, is in place and held below).
+/// kubecore does the same (see `overlay` and `filter::run`): nominated pods are not counted in
+/// the snapshot; the filters of a node with nominated pods (priority >= the pod's, itself
+/// excluded) add them to the node's usage and, through `spread::Filter::add` and
+/// `interpod::Filter::add`, to a copy of the query's counts, then run again without them.
 mod nominated {
     use super::*;
 
@@ -296,7 +290,6 @@ mod nominated {
     /// A foo pod nominated to node-a: filtering node-a, zone1 = 1 (skew 1 + 1 - 0 = 2 > 1, fails);
     /// filtering node-b (zone1 too), it is not added: zone1 = 0, node-b fits.
     #[test]
-    #[ignore = "needs: PodTopologySpread's PreFilter counts without nominated pods, each node's own nominated pods added while it is filtered (filter.rs/cycle.rs/query.rs)"]
     fn spread_counts_a_nominated_pod_only_while_filtering_its_node() {
         let mut s = snapshot(&[zn("node-a", "zone1"), zn("node-b", "zone1"), zn("node-x", "zone2")]);
         let p = foo_pod("zone", "DoNotSchedule");
@@ -307,7 +300,6 @@ mod nominated {
     /// Anti-affinity to app=db per zone with a db pod nominated to node-a: node-a fails (the pass
     /// with it), node-b in the same zone does not see it.
     #[test]
-    #[ignore = "needs: InterPodAffinity's PreFilter counts without nominated pods, each node's own nominated pods added while it is filtered (filter.rs/cycle.rs/query.rs/interpod.rs)"]
     fn anti_affinity_counts_a_nominated_pod_only_while_filtering_its_node() {
         let mut s = snapshot(&hostnames(&[("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2")]));
         let mut p = pod("p", &[]);
@@ -320,7 +312,6 @@ mod nominated {
     /// Required affinity to app=db with the only db pod nominated to node-a: the pass with it
     /// succeeds on node-a, the pass without it fails, so node-a fails (upstream's second pass).
     #[test]
-    #[ignore = "needs: the Filter run twice on a node with nominated pods, with and without them (filter.rs/cycle.rs)"]
     fn a_nominated_pod_alone_does_not_satisfy_required_affinity() {
         let mut s = snapshot(&hostnames(&[("node-a", "zone1"), ("node-b", "zone1")]));
         let mut p = pod("p", &[]);
@@ -333,7 +324,6 @@ mod nominated {
     /// Scoring reads the snapshot without nominated pods: a pod nominated to node-a leaves the
     /// two identical nodes with the same NodeResourcesFit score.
     #[test]
-    #[ignore = "needs: nominated pods taken off (or not counted) before scoring (cycle.rs/score.rs)"]
     fn scores_do_not_see_nominated_pods() {
         let mut s = snapshot(&hostnames(&[("node-a", "zone1"), ("node-b", "zone1")]));
         let big = cpu_pod("big", &[], "4");
