@@ -4,11 +4,13 @@
 //! `null` for empty maps and lists); everything else in the object is skipped unparsed.
 //! Quantities may be JSON strings or numbers, as `resource.Quantity` accepts.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
+use smallvec::SmallVec;
 
 /// An int32, or None for any other JSON value (never an error).
 fn lenient_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i32>, D::Error> {
@@ -29,28 +31,31 @@ fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
 #[derive(Debug, Clone, PartialEq)]
 pub struct QtyText(pub String);
 
+/// Reads a quantity (a JSON string or number) through `read`, which sees its text.
+struct QtyVisitor<T>(fn(&str) -> Result<T, String>);
+
+impl<T> Visitor<'_> for QtyVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a quantity (string or number)")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.0)(v).map_err(E::custom)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        self.visit_str(&v.to_string())
+    }
+}
+
 impl<'de> Deserialize<'de> for QtyText {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = QtyText;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a quantity (string or number)")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<QtyText, E> {
-                Ok(QtyText(v.to_string()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<QtyText, E> {
-                Ok(QtyText(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<QtyText, E> {
-                Ok(QtyText(v.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<QtyText, E> {
-                Ok(QtyText(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
+        d.deserialize_any(QtyVisitor(|v| Ok(QtyText(v.to_string()))))
     }
 }
 
@@ -125,6 +130,301 @@ pub struct PodStatus {
     /// status.startTime (RFC 3339); anything but a string reads as absent.
     #[serde(deserialize_with = "lenient_string")]
     pub start_time: Option<String>,
+    /// From status.conditions: `IsPodResizeInfeasible`, the first `PodResizePending` condition
+    /// has reason `Infeasible` (its `status` is not read, as upstream does not). Anything but a
+    /// list reads as no conditions.
+    #[serde(rename = "conditions", deserialize_with = "resize_infeasible")]
+    pub resize_infeasible: bool,
+    pub container_statuses: Option<Vec<ContainerStatus>>,
+    pub init_container_statuses: Option<Vec<ContainerStatus>>,
+    /// Pod-level status.resources (InPlacePodLevelResourcesVerticalScaling): the actuated requests.
+    pub resources: Option<StatusResources>,
+    /// Pod-level status.allocatedResources.
+    pub allocated_resources: Option<StatusList>,
+}
+
+impl PodStatus {
+    /// `findContainerStatus`: the status named `name`, from containerStatuses then
+    /// initContainerStatuses (an unset name is "", as in Go).
+    pub fn container_status(&self, name: Option<&ShortText>) -> Option<&ContainerStatus> {
+        let name = name.map_or(&[][..], ShortText::as_bytes);
+        self.container_statuses
+            .iter()
+            .flatten()
+            .chain(self.init_container_statuses.iter().flatten())
+            .find(|s| s.name.as_ref().map_or(&[][..], ShortText::as_bytes) == name)
+    }
+
+    /// Some container or init container status is listed.
+    pub fn has_container_statuses(&self) -> bool {
+        self.container_statuses.as_ref().is_some_and(|v| !v.is_empty())
+            || self.init_container_statuses.as_ref().is_some_and(|v| !v.is_empty())
+    }
+}
+
+/// Which of `names` a map key is, read as raw bytes (serde_json then skips the UTF-8 check a
+/// derived struct's keys get): status objects are many keys the kernels skip.
+struct FieldSeed(&'static [&'static str]);
+
+impl<'de> de::DeserializeSeed<'de> for FieldSeed {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_bytes(self)
+    }
+}
+
+impl Visitor<'_> for FieldSeed {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Option<usize>, E> {
+        Ok(self.0.iter().position(|n| n.as_bytes() == v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<usize>, E> {
+        self.visit_bytes(v.as_bytes())
+    }
+}
+
+/// Reads a JSON object field by field: `read(field index in names, map)` reads a named field's
+/// value, other fields are skipped (a field given twice: the last one).
+fn read_fields<'de, A: de::MapAccess<'de>>(
+    mut a: A,
+    names: &'static [&'static str],
+    mut read: impl FnMut(usize, &mut A) -> Result<(), A::Error>,
+) -> Result<(), A::Error> {
+    while let Some(key) = a.next_key_seed(FieldSeed(names))? {
+        match key {
+            Some(i) => read(i, &mut a)?,
+            None => {
+                a.next_value::<de::IgnoredAny>()?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deserializes `$ty` (Default) from a JSON object, reading each listed field with
+/// `next_value` into `$field` and skipping the rest (what `#[derive(Deserialize)]` with
+/// `#[serde(default)]` does, at less cost per key).
+macro_rules! fields_deserialize {
+    ($ty:ident { $($name:literal => $field:ident),* $(,)? }) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str(concat!("a ", stringify!($ty)))
+                    }
+                    fn visit_map<A: de::MapAccess<'de>>(self, a: A) -> Result<$ty, A::Error> {
+                        const NAMES: &[&str] = &[$($name),*];
+                        let mut out = $ty::default();
+                        read_fields(a, NAMES, |i, a| {
+                            let mut n = 0;
+                            $(
+                                if i == n {
+                                    out.$field = a.next_value()?;
+                                    return Ok(());
+                                }
+                                n += 1;
+                            )*
+                            let _ = n;
+                            Ok(())
+                        })?;
+                        Ok(out)
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+    };
+}
+
+/// A status.conditions[] entry, reduced to what the scheduler reads.
+#[derive(Debug, Default)]
+struct PodCondition {
+    kind: Word,
+    reason: Word,
+}
+
+fields_deserialize!(PodCondition { "type" => kind, "reason" => reason });
+
+/// A condition string, classified while parsing (no allocation); anything else, a string or
+/// not, is `Other`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    PodResizePending,
+    Infeasible,
+    #[default]
+    Other,
+}
+
+/// Consumes any JSON value, classifying strings with `word` and reading lists with `list`;
+/// anything else is `T::default()` (never an error).
+struct AnyVisitor<T> {
+    word: fn(&str) -> T,
+    list: bool,
+}
+
+impl<'de, T: Default + Deserialize<'de>> Visitor<'de> for AnyVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Ok((self.word)(v))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<T, A::Error> {
+        if self.list {
+            return T::deserialize(de::value::SeqAccessDeserializer::new(a));
+        }
+        while a.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(T::default())
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<T, A::Error> {
+        while a.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
+        Ok(T::default())
+    }
+}
+
+impl<'de> Deserialize<'de> for Word {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let word = |v: &str| match v {
+            "PodResizePending" => Word::PodResizePending,
+            "Infeasible" => Word::Infeasible,
+            _ => Word::Other,
+        };
+        d.deserialize_any(AnyVisitor { word, list: false })
+    }
+}
+
+/// status.conditions read straight into `IsPodResizeInfeasible` (no list kept).
+#[derive(Default)]
+struct ResizeInfeasible(bool);
+
+impl<'de> Deserialize<'de> for ResizeInfeasible {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Conditions;
+        impl<'de> Visitor<'de> for Conditions {
+            type Value = ResizeInfeasible;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of conditions")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<ResizeInfeasible, A::Error> {
+                let mut first = None;
+                while let Some(c) = a.next_element::<PodCondition>()? {
+                    if first.is_none() && c.kind == Word::PodResizePending {
+                        first = Some(c.reason == Word::Infeasible);
+                    }
+                }
+                Ok(ResizeInfeasible(first.unwrap_or(false)))
+            }
+        }
+        d.deserialize_seq(Conditions)
+    }
+}
+
+fn resize_infeasible<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    let word = |_: &str| ResizeInfeasible(false);
+    Ok(d.deserialize_any(AnyVisitor { word, list: true })?.0)
+}
+
+/// A status.containerStatuses[] / initContainerStatuses[] entry: the requests in-place resize
+/// reports (`resources.requests` actuated, `allocatedResources` admitted by the kubelet).
+#[derive(Debug, Default)]
+pub struct ContainerStatus {
+    pub name: Option<ShortText>,
+    pub resources: Option<StatusResources>,
+    pub allocated_resources: Option<StatusList>,
+}
+
+fields_deserialize!(ContainerStatus {
+    "name" => name,
+    "resources" => resources,
+    "allocatedResources" => allocated_resources,
+});
+
+#[derive(Debug, Default)]
+pub struct StatusResources {
+    pub requests: Option<StatusList>,
+}
+
+fields_deserialize!(StatusResources { "requests" => requests });
+
+/// A resource name: the common ones without allocation.
+pub type ResName = Cow<'static, str>;
+
+fn res_name(v: &str) -> ResName {
+    const COMMON: [&str; 6] = ["cpu", "memory", "ephemeral-storage", "pods", "hugepages-2Mi", "hugepages-1Gi"];
+    match COMMON.iter().find(|&&c| c == v) {
+        Some(c) => Cow::Borrowed(c),
+        None => Cow::Owned(v.to_string()),
+    }
+}
+
+/// A short string (a JSON string or number) kept inline, without allocation for up to 16
+/// bytes: container names and status quantities, which every bound pod has a few of.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ShortText(pub SmallVec<[u8; 16]>);
+
+impl ShortText {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for ShortText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(QtyVisitor(|v| Ok(ShortText(SmallVec::from_slice(v.as_bytes())))))
+    }
+}
+
+/// A resource list in a pod's status, read without allocating for the usual entries (common
+/// names, short quantities); the quantities are parsed only when they differ from the spec's
+/// text, which they rarely do, so a bad one is an error then.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct StatusList(pub Vec<(ResName, ShortText)>);
+
+impl<'de> Deserialize<'de> for StatusList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Name(ResName);
+        impl<'de> Deserialize<'de> for Name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_str(QtyVisitor(|v| Ok(Name(res_name(v)))))
+            }
+        }
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = StatusList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a resource list")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> Result<StatusList, A::Error> {
+                let mut out = StatusList::default();
+                while let Some((Name(n), t)) = a.next_entry::<Name, ShortText>()? {
+                    out.0.push((n, t));
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(Entries)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -177,6 +477,8 @@ pub struct LabelSelector {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Container {
+    /// Matches the container to its status (in-place resize); unset reads as "".
+    pub name: Option<ShortText>,
     pub image: Option<String>,
     pub resources: Option<Resources>,
     pub ports: Option<Vec<ContainerPort>>,

@@ -1221,7 +1221,6 @@ fn component_helpers_pod_requests() {
 }
 
 #[test]
-#[ignore = "needs: api.rs to parse container names, status.{initContainerStatuses,containerStatuses}[].{resources.requests,allocatedResources} and status.conditions, so that resources.rs can count a bound pod's in-place-resize requests (determineContainerReqs)"]
 fn component_helpers_pod_requests_with_resize_status() {
     // TestPodResourceRequests rows with UseStatusResources (InPlacePodVerticalScaling, on by
     // default upstream): what NodeInfo counts for a bound pod whose resize is pending or in
@@ -1294,12 +1293,168 @@ fn component_helpers_pod_requests_with_resize_status() {
             (2000, 0, 0),
         ),
     ];
-    for (name, p, (cpu, mem, eph)) in cases {
-        let mut s = Snapshot::new(1);
-        s.set_node_json(&bytes(&st_node("node", &[("cpu", "100"), ("memory", "100G"), ("ephemeral-storage", "100G")]))).unwrap();
-        s.add_pod_json("default/p", &p.bytes(), "node").unwrap();
-        let req = s.requested("node").unwrap();
-        let get = |n: &str| req.iter().find(|(k, _)| k == n).map_or(0, |&(_, v)| v);
-        assert_eq!((get("cpu"), get("memory"), get("ephemeral-storage")), (cpu, mem, eph), "{name}");
+    for (name, p, want) in cases {
+        assert_eq!(requested_with_pod(&p.0), want, "{name}");
+    }
+}
+
+/// The node's requested cpu (millicores), memory and ephemeral-storage once the bound `pod` is
+/// counted on it (NodeInfo's `calculateResource`).
+fn requested_with_pod(pod: &Value) -> (i64, i64, i64) {
+    let mut s = Snapshot::new(1);
+    s.set_node_json(&bytes(&st_node("node", &[("cpu", "100"), ("memory", "100G"), ("ephemeral-storage", "100G")]))).unwrap();
+    s.add_pod_json("default/p", &bytes(pod), "node").unwrap();
+    let req = s.requested("node").unwrap();
+    let get = |n: &str| req.iter().find(|(k, _)| k == n).map_or(0, |&(_, v)| v);
+    (get("cpu"), get("memory"), get("ephemeral-storage"))
+}
+
+#[test]
+fn component_helpers_pod_requests_with_status_resources() {
+    // The other helpers_test.go rows with status resources, with the options the scheduler counts
+    // a bound pod with (UseStatusResources, InPlacePodLevelResourcesVerticalScalingEnabled and
+    // pod-level resources on; DRA node-allocatable claims off): the request side of
+    // TestPodResourceRequests, TestAggregateContainerRequestsAndLimits,
+    // TestPodLevelResourceRequests and TestPodRequestsAndLimitsVerticalScalingWrappers.
+    // Limits are not read by the scheduler and are left out.
+    const MI: i64 = 1 << 20;
+    let c = |name: &str, requests: Value| json!({"name": name, "resources": {"requests": requests}});
+    let sidecar = |name: &str, requests: Value| json!({"name": name, "restartPolicy": "Always", "resources": {"requests": requests}});
+    let st = |name: &str, requests: Option<Value>, allocated: Option<Value>| {
+        let mut s = json!({"name": name});
+        if let Some(r) = requests {
+            s["resources"] = json!({"requests": r});
+        }
+        if let Some(a) = allocated {
+            s["allocatedResources"] = a;
+        }
+        s
+    };
+    let infeasible = json!([{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]);
+    let pod = |spec: Value, status: Value| json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec, "status": status});
+    let cpu = |v: &str| json!({"cpu": v});
+    // Pod-level spec requests of 1 cpu and 100Mi with an overhead of 100m and 10Mi, and the given
+    // pod-level status.resources.requests and status.allocatedResources.
+    let overhead_pod = |status: Value, allocated: Value| {
+        pod(
+            json!({"containers": [], "resources": {"requests": {"cpu": "1", "memory": "100Mi"}}, "overhead": {"cpu": "100m", "memory": "10Mi"}}),
+            json!({"resources": {"requests": status}, "allocatedResources": allocated}),
+        )
+    };
+    let both = json!({"cpu": "1100m", "memory": "110Mi"});
+    let spec_values = json!({"cpu": "1", "memory": "100Mi"});
+    // Both containers resized the other way: allocated 2+1 against spec 1+2 (the same pod in two tables).
+    let max_of_sums = pod(
+        json!({"containers": [c("c1", cpu("1")), c("c2", cpu("2"))]}),
+        json!({"containerStatuses": [st("c1", None, Some(cpu("2"))), st("c2", None, Some(cpu("1")))]}),
+    );
+    let cases = vec![
+        // TestPodResourceRequests.
+        (
+            "resized, no resize status",
+            pod(json!({"containers": [c("container-1", cpu("4"))]}), json!({"containerStatuses": [st("container-1", Some(cpu("2")), None)]})),
+            (4000, 0, 0),
+        ),
+        (
+            "resized, restartable init container, no resize status",
+            pod(
+                json!({"initContainers": [sidecar("restartable-init-1", cpu("4"))]}),
+                json!({"initContainerStatuses": [st("restartable-init-1", Some(cpu("2")), None)]}),
+            ),
+            (4000, 0, 0),
+        ),
+        (
+            "aggregate request resolves max of sums instead of sum of maxes",
+            max_of_sums.clone(),
+            (3000, 0, 0),
+        ),
+        // TestAggregateContainerRequestsAndLimits.
+        (
+            "regularcontainers with empty requests, but status with non-empty requests",
+            pod(json!({"containers": [{"name": "container-1", "resources": {}}]}), json!({"containerStatuses": [st("container-1", Some(cpu("2")), None)]})),
+            (2000, 0, 0),
+        ),
+        (
+            "always-restart init containers with empty requests, but status with non-empty requests",
+            pod(
+                json!({"initContainers": [{"name": "container-1", "restartPolicy": "Always", "resources": {}}]}),
+                json!({"initContainerStatuses": [st("container-1", Some(cpu("2")), None)]}),
+            ),
+            (2000, 0, 0),
+        ),
+        (
+            "aggregate container request resolves max of sums instead of sum of maxes",
+            max_of_sums.clone(),
+            (3000, 0, 0),
+        ),
+        (
+            "aggregate container request/limit resolves directly from pod status when PLR vertical scaling enabled",
+            pod(json!({"containers": [c("c1", cpu("1"))]}), json!({"allocatedResources": cpu("4"), "resources": {"requests": cpu("3")}})),
+            (4000, 0, 0),
+        ),
+        (
+            "falls back to container status aggregation when PLR vertical scaling enabled but podAllocatedResources is nil",
+            pod(
+                json!({"containers": [c("c1", cpu("1"))]}),
+                json!({"containerStatuses": [st("c1", Some(cpu("5")), Some(cpu("6")))], "resources": {"requests": cpu("3")}}),
+            ),
+            (6000, 0, 0),
+        ),
+        (
+            "falls back to container status aggregation when PLR vertical scaling enabled but podResources is nil",
+            pod(json!({"containers": [c("c1", cpu("1"))]}), json!({"containerStatuses": [st("c1", Some(cpu("5")), Some(cpu("6")))], "allocatedResources": cpu("6")})),
+            (6000, 0, 0),
+        ),
+        // TestPodLevelResourceRequests.
+        ("status resources include overhead for all pod-level resources", overhead_pod(both.clone(), both.clone()), (1100, 110 * MI, 0)),
+        ("status resources include overhead for only one pod-level resource", overhead_pod(cpu("1100m"), cpu("1100m")), (1100, 110 * MI, 0)),
+        ("status resources without overhead still receive overhead", overhead_pod(spec_values.clone(), spec_values.clone()), (1100, 110 * MI, 0)),
+        ("allocated resources include overhead when status requests do not", overhead_pod(spec_values.clone(), both.clone()), (1100, 110 * MI, 0)),
+        (
+            "allocated resources include stale overhead during resize",
+            overhead_pod(spec_values.clone(), json!({"cpu": "1050m", "memory": "105Mi"})),
+            (1100, 110 * MI, 0),
+        ),
+        // TestPodRequestsAndLimitsVerticalScalingWrappers.
+        (
+            "pod level requests/limits with PLR vertical scaling enabled and status populated",
+            pod(
+                json!({"resources": {"requests": cpu("2")}, "containers": [c("c1", cpu("1"))]}),
+                json!({"allocatedResources": cpu("3"), "resources": {"requests": cpu("3.5")}}),
+            ),
+            (3500, 0, 0),
+        ),
+        (
+            "pod level requests/limits with PLR vertical scaling enabled, status.resources nil, status.allocatedResources set",
+            pod(json!({"resources": {"requests": cpu("2")}, "containers": [c("c1", cpu("1"))]}), json!({"allocatedResources": cpu("3")})),
+            (3000, 0, 0),
+        ),
+        (
+            "pod level requests/limits with PLR vertical scaling enabled and infeasible resize",
+            pod(
+                json!({"resources": {"requests": cpu("10")}, "containers": [c("c1", cpu("1"))]}),
+                json!({"conditions": infeasible, "allocatedResources": cpu("3"), "resources": {"requests": cpu("4")}}),
+            ),
+            (4000, 0, 0),
+        ),
+        (
+            "container limits aggregation with infeasible resize",
+            pod(
+                json!({"containers": [{"name": "c1", "resources": {"limits": cpu("10")}}]}),
+                json!({"conditions": infeasible, "containerStatuses": [{"name": "c1", "resources": {"limits": cpu("6")}}]}),
+            ),
+            (0, 0, 0),
+        ),
+        (
+            "pod level requests/limits with PLR vertical scaling enabled, overhead set, and status populated",
+            pod(
+                json!({"overhead": {"cpu": "1", "memory": "500Mi"}, "resources": {"requests": {"cpu": "2", "memory": "2Gi"}}, "containers": []}),
+                json!({"allocatedResources": {"cpu": "3", "memory": "2.5Gi"}, "resources": {"requests": {"cpu": "3", "memory": "2.5Gi"}}}),
+            ),
+            (3000, 2560 * MI, 0),
+        ),
+    ];
+    for (name, p, want) in cases {
+        assert_eq!(requested_with_pod(&p), want, "{name}");
     }
 }
