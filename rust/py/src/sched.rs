@@ -15,6 +15,10 @@ use kubecore_sched::nodeaffinity::AddedAffinity;
 use kubecore_sched::pod::ParsedPod;
 use kubecore_sched::{DryRun, Error, Profile, ProfileConfig, ScheduleResult, Snapshot, FILTER_PLUGINS, SCORE_PLUGINS};
 
+// The literal default of `hard_pod_affinity_weight` in `NativeSchedProfile`'s signature (a
+// literal, so the text signature and the .pyi stub can show it) is upstream's default.
+const _: () = assert!(HARD_POD_AFFINITY_WEIGHT == 1);
+
 fn to_py(e: Error) -> PyErr {
     match e {
         Error::UnknownNode(name) => PyKeyError::new_err(name),
@@ -33,7 +37,7 @@ impl NativeSchedProfile {
     #[new]
     #[pyo3(signature = (*, filters, scores, fit_strategy="LeastAllocated", fit_resources=None, rtc_shape=None,
                         ignored_resources=None, ignored_resource_groups=None, balanced_resources=None,
-                        percentage_of_nodes_to_score=0, hard_pod_affinity_weight=HARD_POD_AFFINITY_WEIGHT,
+                        percentage_of_nodes_to_score=0, hard_pod_affinity_weight=1,
                         ignore_preferred_terms_of_existing_pods=false, added_affinity=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
