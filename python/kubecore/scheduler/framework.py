@@ -213,7 +213,8 @@ class Framework:
         keys = [pod_key(v) for v in victims]
         state2: CycleState | None = None
         ni = node_info
-        if self._pre_filter_ext or self.plugins.filter:
+        skip = state.skip_filter_plugins
+        if any(pl.name not in skip for pl in self._pre_filter_ext):  # a RemovePod will run
             state2, ni = state.clone(), node_info.without(keys)
             for v in victims:
                 s = self.run_pre_filter_remove_pod(state2, pod, v, ni)
@@ -223,8 +224,10 @@ class Framework:
             st = self.native.node_status(raw, node_info.name, keys, everyone=list(node_info.pods))
             if st is not None:
                 return st
-        if state2 is None or not self.plugins.filter:
+        if not self.plugins.filter:
             return None
+        if state2 is None:  # no RemovePod ran: copy only for a node the native filters passed
+            state2, ni = state.clone(), node_info.without(keys)
         return self.run_filter(state2, pod, ni)
 
     # ---- PostFilter --------------------------------------------------------------------------
