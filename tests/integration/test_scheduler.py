@@ -155,6 +155,35 @@ async def test_unschedulable_pod_waits_for_a_node_that_fits(sched: Env) -> None:
     await eventually(bound_to_roomy, "the pod bound once a node that fits exists")
 
 
+async def test_a_pod_being_deleted_is_not_scheduled(sched: Env) -> None:
+    """A pending pod held by a finalizer and then deleted keeps its deletionTimestamp; when a node
+    that fits comes, the scheduler pops it, reports "skip schedule deleting pod" and binds nothing
+    (upstream skipPodSchedule)."""
+    await sched.add_node("small", cpu="1")
+    await sched.pods.create({"apiVersion": "v1", "kind": "Pod",
+                             "metadata": {"name": "doomed", "namespace": sched.ns,
+                                          "finalizers": ["example.com/hold"]},
+                             "spec": {"containers": [{"name": "c", "image": "busybox",
+                                                      "resources": {"requests": {"cpu": "2"}}}]}},
+                            namespace=sched.ns)
+    events = await sched.rest.resource("v1", "events")
+
+    async def event(message: str) -> Obj | None:
+        items = (await events.list(namespace=sched.ns))["items"]
+        return next((e for e in items if e["reason"] == "FailedScheduling" and e["message"].startswith(message)), None)
+
+    await eventually(lambda: event("0/1 nodes are available"), "the pod found unschedulable")
+    await sched.pods.delete("doomed", namespace=sched.ns)
+    pod = await sched.pods.get("doomed", namespace=sched.ns)
+    assert pod["metadata"].get("deletionTimestamp")  # held by its finalizer
+    await sched.add_node("roomy", cpu="4")  # wakes the pod; the driver pops and skips it
+    skipped = await eventually(lambda: event("skip schedule deleting pod"), "the skip reported")
+    assert skipped["message"] == f"skip schedule deleting pod: {sched.ns}/doomed" and skipped["type"] == "Warning"
+    assert await sched.bound() == {}
+    pod["metadata"]["finalizers"] = []
+    await sched.pods.update(pod, namespace=sched.ns)
+
+
 async def test_metrics_endpoint_serves_the_counts(sched: Env) -> None:
     assert sched.live is not None and sched.live.metrics is not None
     metrics = sched.live.metrics

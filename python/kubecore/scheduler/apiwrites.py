@@ -3,7 +3,7 @@ preemption's victim handling), as the `Services` and `Driver` callbacks a proces
 
     writes = ApiWrites(rest, recorder, tasks=TaskSet(), clock=clock, lookup=latest_pod_by_key)
     services = Services(bind=writes.bind, evict=writes.evict, clear_nominated_node=writes.clear_nominated_node)
-    Driver(core, on_bound=writes.scheduled, on_failed=writes.failed)
+    Driver(core, on_bound=writes.scheduled, on_failed=writes.failed, on_skipped=writes.skipped)
 
 - `bind(pod, node)`: POST pods/<name>/binding with a v1 Binding whose target is the Node (and
   the pod's uid, so a re-created pod of the same name is never bound by mistake).
@@ -13,6 +13,8 @@ preemption's victim handling), as the `Services` and `Driver` callbacks a proces
   condition False with `f.reason` (Unschedulable, or SchedulerError) and the message, and
   status.nominatedNodeName when preemption nominated a node — one strategic-merge PATCH of
   pods/status, skipped when nothing would change (upstream updatePod).
+- `skipped(pod)`: a Warning `FailedScheduling` event "skip schedule deleting pod: ns/name" for a
+  popped pod that is being deleted (nothing else is written).
 - `evict(victim, preemptor, node)`: the DisruptionTarget condition (reason PreemptionByScheduler)
   on the victim, then DELETE with its uid as precondition, and a Normal `Preempted` event.
 - `evict_victims(victims, preemptor, node, failed=)`: a preemption's victims evicted
@@ -149,6 +151,13 @@ class ApiWrites:
         self.recorder.event(pod_reference(pod), NORMAL, reason="Scheduled",
                             message=f"Successfully assigned {meta.get('namespace') or 'default'}/"
                                     f"{meta.get('name', '')} to {bound.node}")
+
+    def skipped(self, pod: Obj) -> None:
+        """A popped pod that is being deleted was not scheduled (upstream's skipPodSchedule)."""
+        meta = pod.get("metadata") or {}
+        self.recorder.event(pod_reference(pod), WARNING, reason="FailedScheduling",
+                            message=f"skip schedule deleting pod: {meta.get('namespace') or 'default'}/"
+                                    f"{meta.get('name', '')}")
 
     def failed(self, f: Failed) -> None:
         pod = f.pinfo.pod

@@ -7,6 +7,11 @@ callbacks are where the caller does its I/O: `on_failed(failed)` should emit Fai
 and set the PodScheduled condition from `failed.reason` / `failed.message` (and the nominated
 node); `on_bound(bound)` is informational (the Bind plugin already wrote the binding).
 
+A popped pod that is being deleted (`metadata.deletionTimestamp` set, as a pending pod with
+finalizers can be) is not scheduled, as upstream's skipPodSchedule: it leaves the queue without a
+requeue or a status change, and `on_skipped(pod)` reports it (a FailedScheduling event "skip
+schedule deleting pod: ns/name"). Its deletion event removes it for good.
+
 Binding runs inline, one pod after another, unless `concurrent_binds`: then each binding cycle is
 a task (what a Bind plugin doing network I/O wants). Pods waiting at Permit always get a task,
 since they wait for each other (gangs).
@@ -27,7 +32,7 @@ from typing import Any
 from kubecore.scheduler.batch import schedule_batch
 from kubecore.scheduler.binding import Bound, bind_one, finish_scheduling_cycle, record_binding_failure, record_failure
 from kubecore.scheduler.framework import Framework
-from kubecore.scheduler.podinfo import QueuedPodInfo
+from kubecore.scheduler.podinfo import Obj, QueuedPodInfo
 from kubecore.scheduler.queue import QueueClosed
 from kubecore.scheduler.registry import SchedulerCore
 from kubecore.scheduler.schedule_one import Assumed, Failed
@@ -45,17 +50,20 @@ class Driver:
 
     def __init__(self, core: SchedulerCore, *, max_batch: int = 512, concurrent_binds: bool = False,
                  on_bound: Callable[[Bound], Any] | None = None,
-                 on_failed: Callable[[Failed], Any] | None = None) -> None:
+                 on_failed: Callable[[Failed], Any] | None = None,
+                 on_skipped: Callable[[Obj], Any] | None = None) -> None:
         self.core = core
         self.max_batch = max_batch
         self.concurrent_binds = concurrent_binds
         self.on_bound = on_bound
         self.on_failed = on_failed
+        self.on_skipped = on_skipped
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         """The running loop, looked up once per batch (each lookup is a getpid() on Python 3.11)."""
         self.bound = 0
         self.failed = 0
+        self.skipped = 0
 
     def _groups(self, pinfos: list[QueuedPodInfo]) -> list[tuple[Framework, list[QueuedPodInfo]]]:
         groups: list[tuple[Framework, list[QueuedPodInfo]]] = []
@@ -63,6 +71,12 @@ class Driver:
             fw = self.core.framework_for(p.pod)
             if fw is None:  # not ours: the wiring should not have queued it
                 self.core.queue.done(p.key)
+                continue
+            if (p.pod.get("metadata") or {}).get("deletionTimestamp"):  # being deleted: skip, as upstream
+                self.core.queue.done(p.key)
+                self.skipped += 1
+                if self.on_skipped is not None:
+                    self.on_skipped(p.pod)
                 continue
             if groups and groups[-1][0] is fw:
                 groups[-1][1].append(p)

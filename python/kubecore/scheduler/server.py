@@ -204,7 +204,8 @@ class LiveScheduler:
             informer.add_event_handler(storage_handler(core, resource))
         self.core = core
         self.driver = Driver(core, concurrent_binds=True, on_bound=self._on_bound(writes),
-                             on_failed=self._on_failed(writes, core, lookup=pods.indexer.get_by_key))
+                             on_failed=self._on_failed(writes, core, lookup=pods.indexer.get_by_key),
+                             on_skipped=writes.skipped)
         return core
 
     def _on_bound(self, writes: ApiWrites) -> Callable[[Bound], None]:

@@ -1141,15 +1141,25 @@ def test_scheduling_error_clears_the_nomination() -> None:
     assert core.queue.where("default/foo") == "Backoff"
 
 
-@pytest.mark.skip(reason="needs: skipping pods with metadata.deletionTimestamp in Driver/batch (FailedScheduling "
-                         "event 'skip schedule deleting pod: ns/name', no requeue), see the report")
-def test_deleting_pod_is_not_scheduled() -> None:
-    # TestSchedulerScheduleOne "deleting pod"
+async def test_deleting_pod_is_not_scheduled() -> None:
+    # TestSchedulerScheduleOne "deleting pod": skipPodSchedule reports it (FailedScheduling "skip
+    # schedule deleting pod: ns/name"), binds nothing, does not requeue it and writes no status.
+    from kubecore.scheduler.driver import Driver
+
     core = sched([TrueFilter()], ["node1"])
     p = pod("foo")
     p["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    out = cycle(core, p)
-    assert isinstance(out, Failed)
+    core.queue.add(p)
+    core.queue.add(pod("bar"))
+    skipped: list[Obj] = []
+    failed: list[Failed] = []
+    bound: list[Bound] = []
+    driver = Driver(core, on_skipped=skipped.append, on_failed=failed.append, on_bound=bound.append)
+    await driver.drain()
+    assert [s["metadata"]["name"] for s in skipped] == ["foo"] and driver.skipped == 1
+    assert not failed and [b.assumed.pinfo.key for b in bound] == ["default/bar"]
+    assert core.queue.where("default/foo") is None  # not requeued, not in flight
+    assert core.queue.counts() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
 
 
 # ---- TestSchedulerNoPhantomPodAfterDelete / TestSchedulerFailedSchedulingReasons ---------------
