@@ -231,7 +231,7 @@ def _plugin_config(items: Any, prof: Profile, path: str, errs: FieldErrors) -> N
                 errs.unknown_field(p, k)
         duplicate = name in seen
         if duplicate:
-            errs.duplicate(f"{p}.name", name)
+            errs.duplicate(p, name)  # upstream: the entry's path, not .name
         seen.add(name)
         if name in INVALID_PLUGINS:
             errs.invalid(p, name, _invalid_in_v1())

@@ -142,7 +142,7 @@ def _resources(items: list[Any], path: str, errs: FieldErrors, *, balanced: bool
         if balanced and weight != 1:
             errs.invalid(f"{p}.weight", weight, "must be 1")
         elif not 1 <= weight <= 100:
-            errs.invalid(f"{p}.weight", weight, f"resource weight of {name} not in valid range [1, 100]")
+            errs.invalid(f"{p}.weight", weight, f"resource weight of {name} not in valid range (0, 100]")
         out.append((name, weight))
     return out
 
@@ -241,7 +241,7 @@ def _spread_constraint(c: Any, path: str, errs: FieldErrors, earlier: list[tuple
         errs.type_error(path, c, "an object")
         return
     if not isinstance(c.get("maxSkew"), int) or c["maxSkew"] <= 0:
-        errs.invalid(f"{path}.maxSkew", c.get("maxSkew"), "must be greater than zero")
+        errs.invalid(f"{path}.maxSkew", c.get("maxSkew"), "not in valid range (0, inf)")
     key, when = str(c.get("topologyKey") or ""), str(c.get("whenUnsatisfiable") or "")
     if not key:
         errs.required(f"{path}.topologyKey", "can not be empty")

@@ -85,7 +85,7 @@ profiles:
      '"LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'),
     ({"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
         "resources": [{"name": "cpu", "weight": 200}]}}}]}]},
-     "resource weight of cpu not in valid range [1, 100]"),
+     "resource weight of cpu not in valid range (0, 100]"),
     ({"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
         "type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [
             {"utilization": 50, "score": 1}, {"utilization": 10, "score": 20}]}}}}]}]},
@@ -95,12 +95,12 @@ profiles:
      'defaultingType: Invalid value: "System": when .defaultConstraints are not empty'),
     ({"profiles": [{"pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List",
                                                                              "defaultConstraints": [{"maxSkew": 0}]}}]}]},
-     "maxSkew: Invalid value: 0: must be greater than zero"),
+     "maxSkew: Invalid value: 0: not in valid range (0, inf)"),
     ({"profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": {
         "minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}}]}]},
      "cannot be zero at the same time as minCandidateNodesAbsolute"),
     ({"profiles": [{"pluginConfig": [{"name": "NodeResourcesFit"}, {"name": "NodeResourcesFit"}]}]},
-     'profiles[0].pluginConfig[1].name: Duplicate value: "NodeResourcesFit"'),
+     'profiles[0].pluginConfig[1]: Duplicate value: "NodeResourcesFit"'),
     ({"profiles": [{"plugins": {"filters": {}}}]}, 'strict decoding error: unknown field "profiles[0].plugins.filters"'),
     ({"bogus": 1}, 'strict decoding error: unknown field "bogus"'),
     ({"profiles": [{"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "Other"}],

@@ -342,22 +342,20 @@ def test_validate_kube_scheduler_configuration(case: str, path: str, value: Any,
         assert field_errors(**cfg) == [want]
 
 
-@pytest.mark.skip(reason="needs: tests/unit/scheduler/test_config.py to expect upstream's path "
-                         "'profiles[0].pluginConfig[1]: Duplicate value' (it pins '...pluginConfig[1].name')")
 def test_validate_duplicated_plugin_config() -> None:
     # "duplicated-plugin-config"
     cfg = with_changes(("profiles.0.pluginConfig", [{"name": "config"}, {"name": "config"}]))
     assert field_errors(**cfg) == [("Duplicate", "profiles[0].pluginConfig[1]")]
 
 
-def test_validate_duplicated_plugin_config_kubecore_path() -> None:
-    # "duplicated-plugin-config" with kubecore's path (the .name suffix); the duplicate's args are
-    # validated too, as upstream validates every pluginConfig entry.
+def test_validate_duplicated_plugin_config_args_still_checked() -> None:
+    # "duplicated-plugin-config": the duplicate's args are validated too, as upstream validates
+    # every pluginConfig entry.
     cfg = with_changes(("profiles.0.pluginConfig", [
         {"name": "config"}, {"name": "config"},
         {"name": "DefaultPreemption"}, {"name": "DefaultPreemption", "args": {"minCandidateNodesAbsolute": -1}}]))
     assert field_errors(**cfg) == [
-        ("Duplicate", "profiles[0].pluginConfig[1].name"), ("Duplicate", "profiles[0].pluginConfig[3].name"),
+        ("Duplicate", "profiles[0].pluginConfig[1]"), ("Duplicate", "profiles[0].pluginConfig[3]"),
         ("Invalid", "profiles[0].pluginConfig[3].args.minCandidateNodesAbsolute")]
 
 
@@ -523,8 +521,8 @@ def test_validate_pod_topology_spread_messages() -> None:
         f'{args}.defaultConstraints[1]: Duplicate value: "{{node, }}"']
 
 
-@pytest.mark.skip(reason="needs: tests/unit/scheduler/test_config.py (test_bad_configs_say_what_is_wrong) to "
-                         "expect upstream's details; it pins kubecore's older wording of these four errors")
+# Upstream's messages; where upstream prints a Go value (%#v of a PluginSet or a *field.Path), kubecore
+# prints the value in its YAML-ish form or the duplicated name.
 @pytest.mark.parametrize("top, want", [
     ({"profiles": plugin_config("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [
         constraint(skew=0)]})},
@@ -535,9 +533,10 @@ def test_validate_pod_topology_spread_messages() -> None:
      "resource weight of cpu not in valid range (0, 100]"),
     ({"profiles": [{"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "X"}]}}},
                    {"schedulerName": "b"}]},
-     "profiles[1].plugins.queueSort: Invalid value: {enabled: [], disabled: []}: must be the same for all profiles"),
+     'profiles[1].plugins.queueSort: Invalid value: "{enabled: [], disabled: []}": queueSort must be the same for all '
+     'profiles'),
     ({"profiles": [{"schedulerName": "a"}, {"schedulerName": "a"}]},
-     'profiles[1].schedulerName: Duplicate value: "profiles[0].schedulerName"'),
+     'profiles[1].schedulerName: Duplicate value: "a"'),
 ])
 def test_upstream_details_pinned_otherwise(top: Obj, want: str) -> None:
     assert errors(**top) == [want]
