@@ -127,7 +127,7 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
                                "measured": w.measured.count}
         out.update(await setup_cluster(rest, server.url, w, concurrency=args.concurrency))
         sched = SchedulerProcess(server.dir / "data" / "kubeconfig", server.dir, config=w.scheduler_config,
-                                 verbose=2 if args.log_dir else 0)
+                                 verbose=2 if args.log_dir else 0, feature_gates=args.feature_gates)
         t0 = time.perf_counter()
         await post_all(server.url, pod_bodies(w.init), concurrency=args.concurrency)
         await bound.wait_for(w.init.namespace, w.init.count, timeout=args.timeout, what=f"{w.name} init",
@@ -309,7 +309,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "benchmark": "scheduler_perf", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "scale": args.scale, "cpus": os.cpu_count(), "loadavg_at_start": os.getloadavg(), "host": host_speed(),
-        "scheduler": "kubecore scheduler --no-leader-elect (separate process)",
+        "scheduler": "kubecore scheduler --no-leader-elect (separate process)"
+                     + (f" --feature-gates {args.feature_gates}" if args.feature_gates else ""),
         "apiserver": "kubecore up --controllers '' --no-scheduler (separate process)",
         "workloads": [],
     }
@@ -345,6 +346,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="record the scheduler and the API server with py-spy while measuring")
     ap.add_argument("--profile-rate", type=int, default=100)
     ap.add_argument("--log-dir", default=None, help="keep the scheduler's log (run with -vv) in this directory")
+    ap.add_argument("--feature-gates", default="", metavar="KEY=BOOL[,...]",
+                    help="passed to `kubecore scheduler --feature-gates` (e.g. SchedulerPopFromBackoffQ=true)")
     ap.add_argument("--output", default=None, help="also write the JSON document to this file")
     return ap.parse_args(argv)
 

@@ -230,11 +230,13 @@ class SchedulerProcess:
     """`kubecore scheduler` against the bench's API server, as a child process."""
 
     def __init__(self, kubeconfig: Path, workdir: Path, *, config: dict[str, Any] | None = None,
-                 verbose: int = 0) -> None:
+                 verbose: int = 0, feature_gates: str = "") -> None:
         self.log_path = workdir / "scheduler.stderr"
         self.errlog = open(self.log_path, "w+b")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "kubecore.cli.main", "scheduler", "--kubeconfig", str(kubeconfig),
                "--no-leader-elect", "--metrics-port", "0", *(["-" + "v" * verbose] if verbose else [])]
+        if feature_gates:
+            cmd += ["--feature-gates", feature_gates]
         if config is not None:
             path = workdir / "scheduler-config.json"
             path.write_text(json.dumps(config))

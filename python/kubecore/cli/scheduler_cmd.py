@@ -1,6 +1,7 @@
 """`kubecore scheduler`: the scheduler against any API server (kubecore.scheduler.server).
 
     kubecore scheduler --kubeconfig K [--config FILE] [--leader-elect/--no-leader-elect] [--metrics-port N]
+                       [--feature-gates SchedulerPopFromBackoffQ=true]
 
 `--config` is a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration (YAML or JSON); without
 it the default profile runs. Its `leaderElection` (leaderElect, leaseDuration, renewDeadline,
@@ -49,8 +50,31 @@ def register(sub: Any) -> None:
     p.add_argument("--kube-api-qps", type=float, default=None,
                    help=f"client requests per second (default {DEFAULT_QPS:g}; <= 0: no limit)")
     p.add_argument("--kube-api-burst", type=int, default=None, help=f"(default {DEFAULT_BURST})")
+    p.add_argument("--feature-gates", type=parse_feature_gates, default={}, metavar="KEY=BOOL[,...]",
+                   help="upstream feature gates kubecore models: " + ", ".join(
+                       f"{k} (default {str(v).lower()})" for k, v in FEATURE_GATES.items()))
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v info, -vv debug)")
     p.set_defaults(run=_run)
+
+
+FEATURE_GATES = {"SchedulerPopFromBackoffQ": False}
+"""The gates `--feature-gates` accepts, with kubecore's defaults (upstream turned
+SchedulerPopFromBackoffQ on in 1.33; kubecore keeps it off: an unsatisfiable gang would be retried
+without pause whenever activeQ is empty)."""
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """`A=true,B=false` (kube-scheduler's --feature-gates syntax) for the gates kubecore models."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.strip().lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"invalid feature gate {item!r}: want NAME=true or NAME=false")
+        name = name.strip()
+        if name not in FEATURE_GATES:
+            raise argparse.ArgumentTypeError(f"unrecognized feature gate: {name} (known: {', '.join(FEATURE_GATES)})")
+        gates[name] = value.strip().lower() == "true"
+    return gates
 
 
 def _pick(flag: Any, section: dict[str, Any], key: str, default: Any, convert: Any = None) -> Any:
@@ -70,6 +94,7 @@ def options_from(args: argparse.Namespace) -> Any:
     from kubecore.scheduler.server import LEASE_NAME, SchedulerOptions
 
     config = load_config(args.config) if args.config is not None else default_config()
+    gates: dict[str, bool] = args.feature_gates
     le = config.leader_election
     return SchedulerOptions(
         config=config,
@@ -79,7 +104,8 @@ def options_from(args: argparse.Namespace) -> Any:
         retry_period=_pick(args.leader_elect_retry_period, le, "retryPeriod", 2.0, parse_duration),
         lease_namespace=_pick(args.leader_elect_resource_namespace, le, "resourceNamespace", "kube-system"),
         lease_name=_pick(args.leader_elect_resource_name, le, "resourceName", LEASE_NAME),
-        metrics_port=args.metrics_port if args.metrics_port is not None else DEFAULT_METRICS_PORT)
+        metrics_port=args.metrics_port if args.metrics_port is not None else DEFAULT_METRICS_PORT,
+        pop_from_backoff=gates.get("SchedulerPopFromBackoffQ", FEATURE_GATES["SchedulerPopFromBackoffQ"]))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -6,8 +6,13 @@
   per failure up to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds), counted from when
   they came back; failures are the consecutive errors if the last ones were errors, else the
   unschedulable results (upstream). `pop` first moves every pod whose backoff ended to activeQ.
-  (Upstream's SchedulerPopFromBackoffQ is not modelled: `pop` never takes a pod still backing
-  off, and a pod going to backoffQ does not run PreEnqueue.)
+  Pods that failed with an error wait in a second heap (upstream podErrorBackoffQ).
+- `pop_from_backoff` (upstream's SchedulerPopFromBackoffQ, on by default since Kubernetes 1.33,
+  and what `build_scheduler` turns on): when activeQ is empty, `pop` takes the head of backoffQ
+  (never of the error heap) instead of idling. Backoff expiries are then truncated to whole
+  seconds (ordering windows): a pod backs off while its window is not before the current one, and
+  pods of one window leave it in activeQ order. PreEnqueue runs when a pod enters backoffQ, not
+  when it leaves. Off, the queue is upstream's with the gate off: exact expiries, no early pop.
 - unschedulable pool: pods rejected by plugins. A cluster event moves a pod out only when one of
   the plugins that rejected it registered for the event and its queueing hint says QUEUE (to
   backoffQ, or straight to activeQ once the backoff is over or when a Pending plugin asked). Pods
@@ -27,6 +32,7 @@ import asyncio
 import enum
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,7 +110,7 @@ class SchedulingQueue:
                  less: Callable[[QueuedPodInfo, QueuedPodInfo], bool] | None = None,
                  initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = 300.0, leftover_flush_interval: float = 30.0,
-                 nominator: Nominator | None = None) -> None:
+                 nominator: Nominator | None = None, pop_from_backoff: bool = False) -> None:
         self.clock = clock
         self.profiles = dict(profiles or {})
         if sort_key is None:
@@ -117,8 +123,14 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._active_heap: list[list[Any]] = []
         self._active: dict[str, list[Any]] = {}
+        self.pop_from_backoff = pop_from_backoff
         self._backoff_heap: list[list[Any]] = []
+        """[order, seq, pod, expiry] of pods that were rejected: order is the expiry, or (expiry
+        window, activeQ order) with `pop_from_backoff`."""
+        self._error_heap: list[list[Any]] = []
+        """[expiry, seq, pod, expiry] of pods whose cycle ended in an error."""
         self._backoff: dict[str, list[Any]] = {}
+        """The entries of both heaps by pod key."""
         self._unschedulable = Pool(self._listens_to_pod_add)
         self._inflight = InFlight()
         self._cycle = 0
@@ -188,11 +200,22 @@ class SchedulingQueue:
         if p.backoff_expiration is None:
             failures = p.consecutive_errors_count or p.unschedulable_count
             duration = self.backoff_duration(failures) if self.max_backoff > 0 else 0.0
-            p.backoff_expiration = p.timestamp + duration
+            if not self.pop_from_backoff:
+                p.backoff_expiration = p.timestamp + duration
+            elif duration == 0:  # never tried, or no backoff: no penalty, not even a window's rest
+                p.backoff_expiration = -math.inf
+            else:  # the start of its ordering window
+                p.backoff_expiration = float(math.floor(p.timestamp + duration))
         return p.backoff_expiration
 
     def _backing_off(self, p: QueuedPodInfo) -> bool:
-        return self._backoff_expiry(p) > self.clock.now()
+        return self._still_backing_off(self._backoff_expiry(p), self.clock.now())
+
+    def _still_backing_off(self, expiry: float, now: float) -> bool:
+        """Upstream isPodBackingoff: with windows, while the expiry's window is not before now's."""
+        if self.pop_from_backoff:
+            return expiry >= math.floor(now)
+        return expiry > now
 
     # ---- the three places --------------------------------------------------------------------
 
@@ -209,7 +232,8 @@ class SchedulingQueue:
         return True
 
     def _move_to_active(self, p: QueuedPodInfo, event: str) -> bool:
-        self._run_pre_enqueue(p)
+        if not (self.pop_from_backoff and event == ev.BACKOFF_COMPLETE):  # ran when it entered backoffQ
+            self._run_pre_enqueue(p)
         if p.gated:
             if p.key not in self._active and p.key not in self._backoff:
                 self._unschedulable.setdefault(p.key, p)
@@ -225,20 +249,31 @@ class SchedulingQueue:
         self._wake()
         return True
 
-    def _move_to_backoff(self, p: QueuedPodInfo) -> None:
+    def _move_to_backoff(self, p: QueuedPodInfo) -> bool:
+        """Into backoffQ (or the error heap); False when PreEnqueue gated it (then it is in the pool)."""
+        if self.pop_from_backoff:  # PreEnqueue runs on the way in, not on the way out
+            self._run_pre_enqueue(p)
+            if p.gated:
+                self._unschedulable.setdefault(p.key, p)
+                return False
         self._unschedulable.pop(p.key, None)
-        entry = [self._backoff_expiry(p), next(self._seq), p]
+        expiry = self._backoff_expiry(p)
+        if not p.unschedulable_plugins and not p.pending_plugins:
+            entry = [expiry, next(self._seq), p, expiry]
+            heapq.heappush(self._error_heap, entry)
+        else:
+            entry = [(expiry, self._sort_key(p)) if self.pop_from_backoff else expiry, next(self._seq), p, expiry]
+            heapq.heappush(self._backoff_heap, entry)
         self._backoff[p.key] = entry
-        heapq.heappush(self._backoff_heap, entry)
         self._wake()
+        return True
 
     def _requeue(self, p: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         if strategy is Strategy.SKIP:
             self._unschedulable[p.key] = p
             return UNSCHEDULABLE
         if strategy is Strategy.AFTER_BACKOFF and self._backing_off(p):
-            self._move_to_backoff(p)
-            return BACKOFF
+            return BACKOFF if self._move_to_backoff(p) else UNSCHEDULABLE
         return ACTIVE if self._move_to_active(p, event) else UNSCHEDULABLE
 
     def _profile(self, p: QueuedPodInfo) -> QueueProfile:
@@ -338,7 +373,8 @@ class SchedulingQueue:
     # ---- the scheduling loop's side ----------------------------------------------------------
 
     def pop(self) -> QueuedPodInfo | None:
-        """The head of activeQ (after flushing finished backoffs), marked in flight; None if empty."""
+        """The head of activeQ (after flushing finished backoffs), else with `pop_from_backoff`
+        the head of backoffQ, marked in flight; None if empty."""
         self.flush_backoff_completed()
         if self.clock.now() >= self._next_leftover_flush:
             self.flush_unschedulable_leftover()
@@ -366,27 +402,51 @@ class SchedulingQueue:
             del self._active[p.key]
             if p.key in self._inflight:  # queued again while being scheduled: dropped, as upstream
                 continue
-            p.attempts += 1
-            self._cycle += 1
-            p.cycle = self._cycle
-            # unschedulable_plugins and pending_plugins stay (upstream keeps them for logging);
-            # the failure path always sets them anew before the pod comes back.
-            p.gating_plugin = ""
-            p.gating_plugin_events = ()
-            self._inflight.pop(p.key)
-            return p
+            return self._to_in_flight(p)
+        if self.pop_from_backoff:
+            return self._pop_backoff()
         return None
+
+    def _backoff_head(self) -> list[Any] | None:
+        """backoffQ's first live entry (removed pods' entries dropped on the way)."""
+        heap = self._backoff_heap
+        while heap and heap[0][2] is None:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def _pop_backoff(self) -> QueuedPodInfo | None:
+        """activeQ is empty: the head of backoffQ, backing off or not (upstream popBackoff)."""
+        while self._backoff_head() is not None:
+            p: QueuedPodInfo = heapq.heappop(self._backoff_heap)[2]
+            del self._backoff[p.key]
+            if p.key in self._inflight:
+                continue
+            if p.initial_attempt_timestamp is None:
+                p.initial_attempt_timestamp = self.clock.now()
+            return self._to_in_flight(p)
+        return None
+
+    def _to_in_flight(self, p: QueuedPodInfo) -> QueuedPodInfo:
+        p.attempts += 1
+        self._cycle += 1
+        p.cycle = self._cycle
+        # unschedulable_plugins and pending_plugins stay (upstream keeps them for logging);
+        # the failure path always sets them anew before the pod comes back.
+        p.gating_plugin = ""
+        p.gating_plugin_events = ()
+        self._inflight.pop(p.key)
+        return p
 
     async def wait_ready(self) -> None:
         """Return once activeQ has a pod (after an add, or when a backoff or the leftover flush
-        is due); QueueClosed once the queue is closed."""
+        is due), or backoffQ one with `pop_from_backoff`; QueueClosed once the queue is closed."""
         while True:
             if self._closed:
                 raise QueueClosed()
             self.flush_backoff_completed()
             if self.clock.now() >= self._next_leftover_flush:
                 self.flush_unschedulable_leftover()
-            if self._active:
+            if self._active or (self.pop_from_backoff and self._backoff_head() is not None):
                 return
             await self._wait_for_work()
 
@@ -566,13 +626,15 @@ class SchedulingQueue:
     # ---- timers ------------------------------------------------------------------------------
 
     def flush_backoff_completed(self) -> None:
-        now, heap = self.clock.now(), self._backoff_heap
-        while heap and (heap[0][2] is None or heap[0][0] <= now):
-            p: QueuedPodInfo | None = heapq.heappop(heap)[2]
-            if p is None:
-                continue
-            del self._backoff[p.key]
-            self._move_to_active(p, ev.BACKOFF_COMPLETE)
+        """Move every pod whose backoff is over to activeQ (both heaps, upstream's order)."""
+        now = self.clock.now()
+        for heap in (self._backoff_heap, self._error_heap):
+            while heap and (heap[0][2] is None or not self._still_backing_off(heap[0][3], now)):
+                p: QueuedPodInfo | None = heapq.heappop(heap)[2]
+                if p is None:
+                    continue
+                del self._backoff[p.key]
+                self._move_to_active(p, ev.BACKOFF_COMPLETE)
 
     def flush_unschedulable_leftover(self) -> None:
         now = self.clock.now()
@@ -584,10 +646,12 @@ class SchedulingQueue:
     def next_wakeup(self) -> float | None:
         """When `pop` may next have something new without an add: the earliest backoff expiry,
         or the next leftover flush while the pool is not empty."""
-        heap = self._backoff_heap
-        while heap and heap[0][2] is None:
-            heapq.heappop(heap)
-        times: list[float] = [heap[0][0]] if heap else []
+        times: list[float] = []
+        for heap in (self._backoff_heap, self._error_heap):
+            while heap and heap[0][2] is None:
+                heapq.heappop(heap)
+            if heap:  # with windows, released when the next window begins
+                times.append(heap[0][3] + 1.0 if self.pop_from_backoff else heap[0][3])
         if self._unschedulable:
             times.append(self._next_leftover_flush)
         return min(times) if times else None

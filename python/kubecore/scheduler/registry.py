@@ -293,10 +293,11 @@ def _queue_order(fw: Framework) -> tuple[Callable[[Any], Any] | None, Callable[[
 def build_scheduler(config: SchedulerConfig, *, services: Services | None = None, clock: Clock = REAL_CLOCK,
                     out_of_tree: Mapping[str, PluginFactory] | None = None, snapshot: NativeSnapshot | None = None,
                     use_native: bool | None = None, rng: random.Random | None = None,
-                    assumed_ttl: float = 0.0) -> SchedulerCore:
+                    assumed_ttl: float = 0.0, pop_from_backoff: bool = False) -> SchedulerCore:
     """The cache, the queue and every profile's framework for `config`.
 
-    `use_native` None means "when the build has the kernels"; a `snapshot` given is used as is."""
+    `use_native` None means "when the build has the kernels"; a `snapshot` given is used as is.
+    `pop_from_backoff`: upstream's SchedulerPopFromBackoffQ (see queue.py; off by default here)."""
     registry: dict[str, PluginFactory] = python_plugins()
     for name, factory in (out_of_tree or {}).items():
         if name in registry:
@@ -317,5 +318,6 @@ def build_scheduler(config: SchedulerConfig, *, services: Services | None = None
     sort_key, less = _queue_order(next(iter(frameworks.values())))
     queue = SchedulingQueue(profiles=queue_profiles, clock=clock, nominator=nominator, sort_key=sort_key,
                             less=less, initial_backoff=float(config.pod_initial_backoff_seconds),
-                            max_backoff=float(config.pod_max_backoff_seconds))
+                            max_backoff=float(config.pod_max_backoff_seconds),
+                            pop_from_backoff=pop_from_backoff)
     return SchedulerCore(config=config, cache=cache, queue=queue, frameworks=frameworks, clock=clock)

@@ -102,15 +102,19 @@ class SchedulerOptions:
     metrics_port: int = DEFAULT_METRICS_PORT
     """0: no metrics endpoint."""
     freeze_gc: bool = True
+    pop_from_backoff: bool = False
+    """Upstream's SchedulerPopFromBackoffQ feature gate (`--feature-gates`); see queue.py."""
 
 
 class LiveScheduler:
     """One scheduler wired to the API through `rest` (see the module docstring)."""
 
     def __init__(self, rest: RestClient, *, config: SchedulerConfig, clock: Clock = REAL_CLOCK,
-                 freeze_gc: bool = True, metrics: SchedulerMetrics | None = None) -> None:
+                 freeze_gc: bool = True, metrics: SchedulerMetrics | None = None,
+                 pop_from_backoff: bool = False) -> None:
         self.rest = rest
         self.config = config
+        self.pop_from_backoff = pop_from_backoff
         self.clock = clock
         self.freeze_gc = freeze_gc
         self.metrics = metrics
@@ -194,7 +198,8 @@ class LiveScheduler:
         namespaces = await self._informer("v1", "namespaces")
         writes = ApiWrites(self.rest, self.broadcaster.new_recorder(COMPONENT, host=socket.gethostname()),
                            tasks=self.tasks, clock=self.clock, lookup=pods.indexer.get_by_key)
-        core = build_scheduler(self.config, services=self._services(writes), clock=self.clock)
+        core = build_scheduler(self.config, services=self._services(writes), clock=self.clock,
+                               pop_from_backoff=self.pop_from_backoff)
         nodes.add_event_handler(node_handler(core))
         resolver = NamespaceResolver(namespaces.indexer.list)
         handlers = PodHandlers(core, namespaces=resolver, json_of=pods.indexer.json_of)
@@ -296,7 +301,7 @@ class SchedulerServer:
         log.info("scheduler %s: leading; profiles %s", self.identity,
                  ", ".join(p.scheduler_name for p in self.options.config.profiles))
         live = LiveScheduler(rest, config=self.options.config, clock=self.clock, freeze_gc=self.options.freeze_gc,
-                             metrics=self.metrics)
+                             metrics=self.metrics, pop_from_backoff=self.options.pop_from_backoff)
         self.leading.set()
         try:
             await live.run()

@@ -40,6 +40,16 @@ def test_the_config_file_sets_profiles_and_leader_election_and_flags_override_it
     assert (o.leader_elect, o.lease_duration, o.metrics_port) == (True, 20.0, 0)
 
 
+def test_feature_gates_turn_pop_from_backoff_on_and_refuse_unknown_gates(capsys: pytest.CaptureFixture[str]) -> None:
+    assert options_from(build_parser().parse_args(["scheduler"])).pop_from_backoff is False
+    o = options_from(build_parser().parse_args(["scheduler", "--feature-gates", "SchedulerPopFromBackoffQ=true"]))
+    assert o.pop_from_backoff is True
+    for bad, said in [("Nope=true", "unrecognized feature gate: Nope"), ("SchedulerPopFromBackoffQ", "want NAME=true")]:
+        with pytest.raises(SystemExit) as e:
+            build_parser().parse_args(["scheduler", "--feature-gates", bad])
+        assert e.value.code == 2 and said in capsys.readouterr().err
+
+
 def test_a_bad_config_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: 3\n")

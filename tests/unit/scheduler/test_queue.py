@@ -369,3 +369,90 @@ def test_a_pod_whose_gate_holds_is_not_offered_to_hints() -> None:
     hold.closed = False
     q.move_all_to_active_or_backoff(ev.EVENT_ASSIGNED_POD_DELETE, pod("victim", node_name="n"), None)
     assert calls == ["p", "p"] and q.counts()["active"] == 1
+
+
+# ---- SchedulerPopFromBackoffQ (pop_from_backoff=True) ---------------------------------------------
+
+def _rejected(q: SchedulingQueue, name: str, plugin: str = "Fit", **kw: object) -> QueuedPodInfo:
+    """`name` added, popped, rejected by `plugin`, then woken by a node add while backing off."""
+    q.add(pod(name, **kw))  # type: ignore[arg-type]
+    p = q.pop()
+    assert p is not None and p.key == f"default/{name}"
+    assert fail(q, p, plugin) == UNSCHEDULABLE
+    q.node_added(node("n"))
+    assert q.where(p.key) == BACKOFF
+    return p
+
+
+def test_pop_from_backoff_takes_a_backing_off_pod_when_active_is_empty() -> None:
+    clock = FakeClock(1000.25)
+    q = make_queue(clock, pop_from_backoff=True)
+    p = _rejected(q, "a")
+    q.add(pod("b"))
+    assert keys(q.pop_batch(1)) == ["default/b"]  # activeQ first
+    again = q.pop()  # activeQ empty: backoffQ's head, though its backoff has not ended
+    assert again is p and again.attempts == 2 and sorted(q.in_flight()) == ["default/a", "default/b"]
+    assert q.pop() is None
+
+
+def test_pop_from_backoff_leaves_pods_that_failed_with_an_error() -> None:
+    clock = FakeClock(1000.25)
+    q = make_queue(clock, pop_from_backoff=True)
+    q.add(pod("a"))
+    p = q.pop()
+    assert p is not None and fail(q, p) == BACKOFF  # an error: upstream's podErrorBackoffQ
+    assert q.pop() is None and q.where("default/a") == BACKOFF
+    assert q.next_wakeup() == 1002.0  # expiry window 1001 (1000.25 + 1 s, truncated), released at 1002
+    clock.set(1001.999)
+    assert q.pop() is None
+    clock.set(1002.0)
+    assert keys(q.pop_batch(5)) == ["default/a"]
+
+
+def test_backoff_windows_order_a_window_by_priority() -> None:
+    clock = FakeClock(1000.0)
+    q = make_queue(clock, pop_from_backoff=True)
+    low = _rejected(q, "low", priority=0)
+    clock.advance(0.5)  # same window (1001) although it failed later
+    high = _rejected(q, "high", priority=10)
+    assert low.backoff_expiration == high.backoff_expiration == 1001.0
+    assert keys(q.pop_batch(5)) == ["default/high", "default/low"]
+
+
+def test_backoff_windows_release_at_the_next_window() -> None:
+    clock = FakeClock(1000.5)
+    q = make_queue(clock, pop_from_backoff=True)
+    p = _rejected(q, "a")
+    assert p.backoff_expiration == 1001.0
+    clock.set(1001.75)  # past 1000.5 + 1 s, but still in the expiry's window
+    q.flush_backoff_completed()
+    assert q.where(p.key) == BACKOFF
+    clock.set(1002.0)
+    q.flush_backoff_completed()
+    assert q.where(p.key) == ACTIVE
+
+
+def test_pop_from_backoff_runs_pre_enqueue_on_the_way_in() -> None:
+    clock = FakeClock(1000.0)
+    q = make_queue(clock, pop_from_backoff=True)
+    p = _rejected(q, "a")
+    assert q.pop() is p  # (back in flight)
+    gated = pod("a")
+    gated["spec"]["schedulingGates"] = [{"name": "hold"}]
+    p.update(gated)
+    p.unschedulable_plugins = {"Fit"}
+    q.activate([gated])  # a wildcard event for the pod in flight: it comes back AFTER_BACKOFF
+    assert q.add_unschedulable_if_not_present(p) == UNSCHEDULABLE  # gated on the way into backoffQ
+    assert q.get("default/a") is p and p.gated and q.pop() is None
+
+
+async def test_pop_wait_returns_for_a_backing_off_pod_with_pop_from_backoff() -> None:
+    clock = FakeClock(1000.0)
+    q = make_queue(clock, pop_from_backoff=True)
+    waiter = asyncio.create_task(q.pop_wait())
+    await settle()
+    assert not waiter.done()
+    p = _rejected(q, "a")  # its pop is the waiter's
+    await settle()
+    # the pop in _rejected came first; now the pod is in backoffQ and the waiter takes it at once
+    assert waiter.done() and waiter.result() is p

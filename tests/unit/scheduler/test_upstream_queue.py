@@ -996,12 +996,12 @@ def test_pod_timestamp(name: str, ops: str) -> None:
 class _MetricQueue:
     """TestPendingPodsMetric's setup: 50 queueable pods, 10 gated ones, 20 queueable ones 2 s later."""
 
-    def __init__(self) -> None:
+    def __init__(self, **kw: Any) -> None:
         self.clock = FakeClock()
         now = self.clock.now()
         self.plugin = Allowlist(["queueable"])
         self.q = make_queue(self.clock, [(UNSCHED_POD_UPDATE, "preEnqueuePlugin", queue_hint)],
-                            pre_enqueue=[self.plugin])
+                            pre_enqueue=[self.plugin], **kw)
 
         def infos(n: int, prefix: str, label: str, ts: float) -> list[QueuedPodInfo]:
             return [QueuedPodInfo(mk(f"{prefix}-{i}", f"ns{i}", labels={label: ""}), timestamp=ts)
@@ -1141,13 +1141,11 @@ def test_pending_pods_metric(name: str, ops: Callable[[_MetricQueue], None], wan
     assert m.q.counts() == want
 
 
-@pytest.mark.skip(reason="needs: a backoff that ends exactly now to count as still backing off (upstream "
-                         "isPodBackingoff: !expiry.Before(now)); test_queue.py's test_backoff_doubles_from_one_"
-                         "second_to_ten and test_pop_wait_wakes_at_the_backoff_deadline assert the opposite")
 def test_pending_pods_metric_backoff_ends_now() -> None:
     """TestPendingPodsMetric "make some pods subject to backoff, add pods to unschedulablePods, and
-    then move all to activeQ": the delayed pods' backoff ends exactly at the move."""
-    m = _MetricQueue()
+    then move all to activeQ": the delayed pods' backoff ends exactly at the move, so with
+    SchedulerPopFromBackoffQ's ordering windows (upstream's default) they still back off."""
+    m = _MetricQueue(pop_from_backoff=True)
     m.add_unschedulable(m.p[20:60])
     m.forward()
     m.add_unschedulable(m.delayed[:20])
@@ -1226,13 +1224,11 @@ def test_backoff_flow() -> None:
         assert q.where(p.key) == ACTIVE
 
 
-@pytest.mark.skip(reason="needs: a backoff that ends exactly now to count as still backing off (upstream "
-                         "isPodBackingoff: !expiry.Before(now)); test_queue.py's test_backoff_doubles_from_one_"
-                         "second_to_ten and test_pop_wait_wakes_at_the_backoff_deadline assert the opposite")
 def test_backoff_flow_flush_at_the_expiry() -> None:
-    """TestBackOffFlow, step 0: a flush exactly 1 s after the first failure keeps the pod in backoffQ."""
+    """TestBackOffFlow (SchedulerPopFromBackoffQ on), step 0: a flush exactly 1 s after the first
+    failure keeps the pod in backoffQ: its window is the current one."""
     clock = FakeClock()
-    q = make_queue(clock)
+    q = make_queue(clock, pop_from_backoff=True)
     q.add(mk("test-pod", "test-ns"))
     p = q.pop()
     assert p is not None
