@@ -65,15 +65,16 @@ class Env:
 
 
 @pytest.fixture
-async def sched(server_url: str) -> AsyncIterator[Env]:
+async def sched(server_url: str, request: pytest.FixtureRequest) -> AsyncIterator[Env]:
     """An in-process scheduler (default profile) and a fresh namespace; the test's nodes and
-    pods are deleted afterwards so the next test's scheduler starts from a clean cluster."""
+    pods are deleted afterwards so the next test's scheduler starts from a clean cluster. An
+    indirect parameter True turns SchedulerPopFromBackoffQ on."""
     rest = new_client(server_url)
     ns = f"sched-{uuid.uuid4().hex[:8]}"
     await (await rest.resource("v1", "namespaces")).create(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     live = LiveScheduler(rest, config=default_config(), freeze_gc=False,
-                         metrics=SchedulerMetrics(pending=dict))
+                         metrics=SchedulerMetrics(pending=dict), pop_from_backoff=getattr(request, "param", False))
     task = asyncio.create_task(live.run())
     await eventually(lambda: _done(live.synced.is_set()), "the scheduler's informers to sync")
     e = Env(rest=rest, ns=ns, pods=await rest.resource("v1", "pods"), nodes=await rest.resource("v1", "nodes"),
@@ -124,6 +125,7 @@ async def test_pods_are_bound_and_never_overcommit_cpu(sched: Env) -> None:
     assert sched.live.metrics.attempts[("default-scheduler", "scheduled")] >= 12
 
 
+@pytest.mark.parametrize("sched", [False, True], ids=["", "pop-from-backoff"], indirect=True)
 async def test_unschedulable_pod_waits_for_a_node_that_fits(sched: Env) -> None:
     await sched.add_node("small", cpu="1")
     await sched.add_pod("big", cpu="2")
