@@ -518,6 +518,17 @@ class NativeScheduleResult:
     def unresolvable(self) -> int:
         """Nodes that failed with UnschedulableAndUnresolvable (preemption cannot help)."""
 
+    @property
+    def rejected(self) -> str | None:
+        """The message of a native PreFilter that rejected the pod on every node (NodeAffinity's
+        "pod affinity terms conflict", InterPodAffinity's "parsing pod: ..."): upstream's
+        Diagnosis.PreFilterMsg. Every node is also counted under it in `reasons`."""
+
+    @property
+    def error(self) -> str | None:
+        """A plugin's Error status that ended the cycle (InterPodAffinity's PreScore); only in
+        `schedule_batch` results (`schedule` raises RuntimeError instead)."""
+
 @final
 class NativeSchedSnapshot:
     """Nodes as columns + the pods counted on them (bound or assumed). Every call releases the GIL.
@@ -553,7 +564,9 @@ class NativeSchedSnapshot:
 
     def schedule(self, profile: NativeSchedProfile, pod_json: bytes, *, select: bool = True) -> NativeScheduleResult:
         """One cycle's Filter + Score over the nodes (rayon, GIL released); select=False skips
-        host selection."""
+        host selection (the caller scores: the search is for numFeasibleNodesToFind nodes even
+        without native Score plugins; with select=True and none, one feasible node ends it).
+        RuntimeError when a plugin's Error status ends the cycle."""
 
     def schedule_batch(
         self, profile: NativeSchedProfile, pods: Sequence[tuple[str, bytes]]

@@ -65,6 +65,10 @@ def _flush(fw: Framework, run: list[tuple[QueuedPodInfo, CycleState]], out: list
         if node is not None:
             out.append(assume_and_reserve(fw, state, p, node, native_added=True, evaluated=res.evaluated))
             continue
+        error = res.error
+        if error is not None:  # a native plugin's Error status ended the cycle (InterPodAffinity's PreScore)
+            out.append(Failed(p, Status(Code.ERROR, error), nominating=CLEAR_NOMINATED_NODE))
+            continue
         diag = Diagnosis()
         record_native(fw, diag, res, p.raw, feasible=0)  # with selection on, no node means none feasible
         out.append(fail_with_post_filter(fw, state, p, FitError(p.pod, num_nodes, diag)))

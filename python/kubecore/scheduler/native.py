@@ -11,6 +11,13 @@ never touches the compiled classes and can run (with Python plugins only) where 
   the pod fit on this node, without these pods" for preemption's dry runs; `dry_run_lower` and
   `reprieve` do preemption's dry runs for many nodes in one call (pod parsed once, results in
   input order), and `preempt_select` does all of preemption's search when no PDB exists.
+- Cycles follow upstream's search: without any Score plugin (native or Python: `select=True`
+  and no native score) one feasible node ends it; a pod whose required node affinity terms all
+  name nodes (`metadata.name In`, NodeAffinity's PreFilterResult) is filtered on those nodes
+  only, the others counted under "node(s) didn't satisfy plugin(s) [NodeAffinity]" (not among
+  `evaluated`); a native PreFilter rejection (NodeAffinity's "pod affinity terms conflict",
+  InterPodAffinity's "parsing pod: ..." for a selector that does not convert) is every node's
+  reason; InterPodAffinity's PreScore error ends the cycle (`schedule` raises `CycleError`).
 - Native results report rejected nodes as reason counts. `classify` maps upstream's reason
   strings back to the plugin that gives them and to its code (Unschedulable, or
   UnschedulableAndUnresolvable for NodeName, NodeUnschedulable, NodeAffinity, TaintToleration,
@@ -32,7 +39,7 @@ from typing import Any, Protocol
 from kubecore.scheduler.config_args import (
     InterPodAffinityArgs, NodeAffinityArgs, NodeResourcesBalancedAllocationArgs, NodeResourcesFitArgs,
 )
-from kubecore.scheduler.status import Code, Status
+from kubecore.scheduler.status import Code, Status, as_status
 
 __all__ = ["NativeUnavailable", "NativeSnapshot", "NativeResult", "NativeKernels", "native_available",
            "new_snapshot", "native_filter_plugins", "native_score_plugins", "classify", "plugin_for_reason",
@@ -52,6 +59,8 @@ class NativeResult(Protocol):
     evaluated: int
     reasons: dict[str, int]
     unresolvable: int
+    rejected: str | None
+    error: str | None
 
 
 class NativeSnapshot(Protocol):
@@ -130,6 +139,10 @@ _REASONS: list[tuple[str, str, Code]] = [
     ("node(s) didn't match pod affinity rules", "InterPodAffinity", UU),
     ("node(s) didn't match pod anti-affinity rules", "InterPodAffinity", U),
     ("node(s) didn't satisfy existing pods anti-affinity rules", "InterPodAffinity", U),
+    # Native PreFilter statuses: nodes a PreFilterResult left out, and rejections of every node.
+    ("node(s) didn't satisfy plugin(s) [NodeAffinity]", "NodeAffinity", UU),
+    ("pod affinity terms conflict", "NodeAffinity", UU),
+    ("parsing pod: ", "InterPodAffinity", UU),
 ]
 NATIVE_UNRESOLVABLE_PLUGINS = frozenset({"NodeName", "NodeUnschedulable", "NodeAffinity", "TaintToleration"})
 
@@ -171,6 +184,13 @@ def rejection_status(reasons: Sequence[str], *, unresolvable: bool) -> Status:
 
 
 # ---- one profile's kernels ---------------------------------------------------------------------
+
+def _cycle_error(e: RuntimeError) -> Exception:
+    """The scheduler's CycleError for the RuntimeError the kernels raise when a plugin's Error
+    status ends the cycle (as upstream, the cycle fails with that error)."""
+    from kubecore.scheduler.schedule_one import CycleError  # schedule_one imports this module
+    return CycleError(as_status(e))
+
 
 def _accepts(cls: Any, kwarg: str) -> bool:
     sig = getattr(cls, "__text_signature__", None) or ""
@@ -233,15 +253,24 @@ class NativeKernels:
         return bool(self.scores)
 
     def schedule(self, raw: bytes, *, select: bool) -> NativeResult:
-        """All native filters (stopping at numFeasibleNodesToFind) and scores for one pod."""
-        return self.snapshot.schedule(self.profile, raw, select=select)
+        """All native filters (stopping at numFeasibleNodesToFind, or at the first feasible node
+        when `select` and the profile scores nothing) and scores for one pod. `select=False`
+        means the caller scores too (Python Score plugins). A native plugin's Error status
+        (InterPodAffinity's PreScore) raises `CycleError`."""
+        try:  # (free in Python 3.11 until something is raised)
+            return self.snapshot.schedule(self.profile, raw, select=select)
+        except RuntimeError as e:
+            raise _cycle_error(e) from e
 
     def schedule_exhaustive(self, raw: bytes) -> NativeResult:
         """Every feasible node in evaluation order with native scores, no selection: what the
         framework needs when Python filters run after the native ones."""
         if self._exhaustive is None:
             self._exhaustive = self._new_profile(100)
-        return self.snapshot.schedule(self._exhaustive, raw, select=False)
+        try:
+            return self.snapshot.schedule(self._exhaustive, raw, select=False)
+        except RuntimeError as e:
+            raise _cycle_error(e) from e
 
     def schedule_batch(self, pods: list[tuple[str, bytes]]) -> list[NativeResult]:
         return self.snapshot.schedule_batch(self.profile, pods)

@@ -34,7 +34,7 @@ from kubecore.scheduler.cache import CacheError
 from kubecore.scheduler.fiterror import Diagnosis, FitError, NoNodesAvailable, go_list
 from kubecore.scheduler.framework import Framework
 from kubecore.scheduler.interface import CLEAR_NOMINATED_NODE, CycleState, NominatingInfo
-from kubecore.scheduler.native import NativeResult
+from kubecore.scheduler.native import NativeResult, plugin_for_reason
 from kubecore.scheduler.nominator import status_nominated_node
 from kubecore.scheduler.podinfo import NodeInfo, Obj, QueuedPodInfo, with_node_name
 from kubecore.scheduler.status import Code, Status, as_status
@@ -142,9 +142,19 @@ def record_native(fw: Framework, diag: Diagnosis, res: NativeResult, raw: bytes,
     """Count the nodes the kernels rejected into the diagnosis (`feasible`: how many passed).
 
     Every attribute read of a native result builds a fresh Python object, so callers read each
-    one once."""
+    one once. A native PreFilter that rejected the pod (NodeAffinity's conflicting terms,
+    InterPodAffinity's selector that does not parse) is recorded as upstream's PreFilter failure:
+    the message alone, every node's status."""
     failed = res.evaluated - feasible
     if failed <= 0:
+        return
+    rejected = res.rejected
+    if rejected is not None:
+        known = plugin_for_reason(rejected)
+        st = Status(_UU, rejected, plugin=known[0] if known is not None else "")
+        diag.node_to_status.set_absent(st)
+        diag.pre_filter_msg = rejected
+        diag.add_plugin_status(st)
         return
     nts = diag.node_to_status
     reasons = res.reasons
@@ -240,8 +250,8 @@ def _python_pass(fw: Framework, state: CycleState, pinfo: QueuedPodInfo, f: _Fea
             if len(f.names) >= want:
                 break
     f.evaluated = processed
-    if rotate and n:
-        cache.next_start_index = (start + processed) % n
+    if rotate and n:  # upstream: nextStartNodeIndex moves by the nodes processed, modulo all nodes
+        cache.next_start_index = (cache.next_start_index + processed) % max(cache.num_nodes, 1)
     if fw.native is not None and fw.native.has_scores and len(f.names) > 1:
         res = fw.native.schedule_exhaustive(pinfo.raw)
         feasible, native_scores = res.feasible, res.scores
@@ -276,7 +286,7 @@ def find_feasible(fw: Framework, state: CycleState, pinfo: QueuedPodInfo) -> _Fe
     if allowed is not None:
         f.diagnosis.node_to_status.set_absent(
             Status(_UU, f"node(s) didn't satisfy plugin(s) {go_list(sorted(with_nodes))}"))
-        _python_pass(fw, state, pinfo, f, [ni for ni in cache.node_infos() if ni.name in allowed], rotate=False)
+        _python_pass(fw, state, pinfo, f, [ni for ni in cache.node_infos() if ni.name in allowed], rotate=True)
     elif fw.native is not None:
         _native_pass(fw, state, pinfo, f)
     else:

@@ -6,7 +6,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Mutex, MutexGuard};
 
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -22,6 +22,8 @@ const _: () = assert!(HARD_POD_AFFINITY_WEIGHT == 1);
 fn to_py(e: Error) -> PyErr {
     match e {
         Error::UnknownNode(name) => PyKeyError::new_err(name),
+        // A plugin's Error status ended the cycle (not a malformed input).
+        Error::Plugin(msg) => PyRuntimeError::new_err(msg),
         other => PyValueError::new_err(other.to_string()),
     }
 }
@@ -105,6 +107,14 @@ impl NativeScheduleResult {
     #[getter]
     fn unresolvable(&self) -> usize {
         self.0.unresolvable
+    }
+    #[getter]
+    fn rejected(&self) -> Option<&str> {
+        self.0.rejected.as_deref()
+    }
+    #[getter]
+    fn error(&self) -> Option<&str> {
+        self.0.error.as_deref()
     }
     fn __repr__(&self) -> String {
         let r = &self.0;

@@ -2,9 +2,22 @@
 //! find feasible nodes, score them, select a host.
 //!
 //! - `numFeasibleNodesToFind`: all nodes under 100; else `percentage` of them (profile value, or
-//!   adaptive `50 - n/125` floored at 5 %), at least 100.
+//!   adaptive `50 - n/125` floored at 5 %), at least 100. A profile without any Score plugin
+//!   (`select` and no native one: the caller scores nothing either) looks for one feasible node,
+//!   as upstream's findNodesThatPassFilters (numNodesToFind = 1).
 //! - Nodes are visited in node-tree order starting at the rotating index `next_start`; after the
-//!   cycle it advances by the number of nodes processed (feasible found + failed).
+//!   cycle it advances by the number of nodes processed (feasible found + failed), modulo the
+//!   number of all nodes.
+//! - NodeAffinity's PreFilterResult: when every required term of the pod names nodes
+//!   (`metadata.name In`), only those of them that exist are visited (in name order, from
+//!   `next_start` modulo their number, upstream's order being a set's); every other node has the
+//!   status UnschedulableAndUnresolvable "node(s) didn't satisfy plugin(s) [NodeAffinity]",
+//!   counted among the reasons but not among the evaluated nodes (upstream's absent nodes). When
+//!   none of them exists, every node fails with that reason.
+//! - A native PreFilter that rejects the pod (the query's `rejected`) fails every node with its
+//!   status; the rotating index does not move.
+//! - A PreScore error (InterPodAffinity: the pod's preferred terms do not convert) ends the cycle
+//!   with `error` set and nothing selected (`schedule` returns it as [`Error::Plugin`]).
 //! - Filtering runs over chunks of that order in parallel (rayon) and stops at the chunk that
 //!   yields enough feasible nodes. Unlike upstream's racy cancellation, the outcome is what a
 //!   sequential scan gives: the first `k` feasible nodes in visiting order, and only the nodes
@@ -20,7 +33,7 @@ use rayon::prelude::*;
 
 use crate::filter::{self, Failure};
 use crate::pod::ParsedPod;
-use crate::profile::Profile;
+use crate::profile::{FilterPlugin, Profile};
 use crate::query::Query;
 use crate::score;
 use crate::snapshot::Snapshot;
@@ -56,13 +69,23 @@ pub struct ScheduleResult {
     pub feasible: Vec<u32>,
     /// Weighted total per feasible slot; empty with at most one feasible node.
     pub scores: Vec<i64>,
+    /// Nodes whose filters ran (the rotating start moved by as many).
     pub evaluated: usize,
-    /// Reason -> nodes that failed with it, sorted by reason.
+    /// Reason -> nodes that failed with it, sorted by reason; with NodeAffinity's
+    /// PreFilterResult also the nodes it left out, under `ERR_PRE_FILTER_NODE_AFFINITY`.
     pub reasons: Vec<(String, usize)>,
     pub unresolvable: usize,
     /// Node names by slot as they were during the cycle.
     pub names: Arc<Vec<Arc<str>>>,
+    /// A plugin's Error status that ended the cycle (upstream returns it as the cycle's error).
+    pub error: Option<String>,
+    /// The message of the native PreFilter that rejected the pod (UnschedulableAndUnresolvable;
+    /// every node failed with it): upstream's Diagnosis.PreFilterMsg.
+    pub rejected: Option<String>,
 }
+
+/// The status of the nodes a PreFilterResult of NodeAffinity left out.
+pub const ERR_PRE_FILTER_NODE_AFFINITY: &str = "node(s) didn't satisfy plugin(s) [NodeAffinity]";
 
 impl ScheduleResult {
     pub fn node_name(&self) -> Option<&str> {
@@ -156,10 +179,10 @@ fn rotated_range<'a>(order: &'a [u32], start: usize, i: usize, end: usize, buf: 
 }
 
 impl Snapshot {
-    /// Filters nodes in visiting order from `next_start` until `to_find` fit or all were seen.
-    fn scan(&self, q: &Query<'_>, to_find: usize) -> Scan {
-        let n = self.order.len();
-        let start = self.next_start % n;
+    /// Filters the nodes of `order` from `start` on (wrapping around) until `to_find` fit or all
+    /// were seen.
+    fn scan(&self, q: &Query<'_>, order: &[u32], start: usize, to_find: usize) -> Scan {
+        let n = order.len();
         let mut scan = Scan { feasible: Vec::with_capacity(to_find), failures: Vec::new(), processed: n };
         let mut chunk = to_find;
         let mut wrapped: Vec<u32> = Vec::new();
@@ -168,7 +191,7 @@ impl Snapshot {
             let end = (i + chunk).min(n);
             // Visiting positions i..end are order[(start + i) % n ..]: one slice of the order, or
             // (across its end) two, copied together.
-            let slots = rotated_range(&self.order, start, i, end, &mut wrapped);
+            let slots = rotated_range(order, start, i, end, &mut wrapped);
             let done = if end - i < PARALLEL_FILTER_NODES {
                 self.scan_sequential(q, slots, to_find, &mut scan)
             } else {
@@ -226,27 +249,68 @@ impl Snapshot {
         None
     }
 
-    /// One cycle for a parsed pod. `select = false` stops after scoring.
+    /// NodeAffinity's PreFilterResult for the query: the slots of the named nodes that exist, in
+    /// name order (None: every node).
+    fn narrowed(&self, profile: &Profile, q: &Query<'_>) -> Option<Vec<u32>> {
+        let names = q.pod.selector.node_names.as_ref()?;
+        if !profile.has_filter(FilterPlugin::NodeAffinity) {
+            return None;
+        }
+        Some(names.iter().filter_map(|n| self.by_name.get(n.as_str()).copied()).collect())
+    }
+
+    /// One cycle for a parsed pod. `select = false` stops after scoring: the caller scores too
+    /// (Python Score plugins), so the search is for numFeasibleNodesToFind nodes even when the
+    /// profile has no native Score plugin.
     pub fn schedule_pod(&mut self, profile: &Profile, pod: &ParsedPod, select: bool) -> ScheduleResult {
         self.ensure_order();
-        let n = self.order.len();
+        let n_all = self.order.len();
         let mut result = ScheduleResult { names: self.cols.names.clone(), ..Default::default() };
-        if n == 0 {
+        if n_all == 0 {
             return result;
         }
         let q = Query::new(self, profile, pod);
-        let to_find = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n);
-        if profile.filters.is_empty() {
-            let start = self.next_start % n;
-            result.feasible = (0..to_find).map(|i| self.order[(start + i) % n]).collect();
+        let narrowed = self.narrowed(profile, &q);
+        let fail_all = |result: &mut ScheduleResult, reason: &str| {
+            (result.reasons, result.unresolvable, result.evaluated) = (vec![(reason.to_string(), n_all)], n_all, n_all);
+        };
+        if let Some(reason) = &q.rejected {
+            fail_all(&mut result, reason);
+            result.rejected = Some(reason.to_string());
+            return result;
+        }
+        if narrowed.as_ref().is_some_and(|s| s.is_empty()) {
+            fail_all(&mut result, ERR_PRE_FILTER_NODE_AFFINITY);
+            return result;
+        }
+        let order = narrowed.as_deref().unwrap_or(&self.order);
+        let n = order.len();
+        let to_find = if select && profile.scores.is_empty() {
+            1
         } else {
-            let scan = self.scan(&q, to_find);
-            self.next_start = (self.next_start + scan.processed) % n;
+            num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n)
+        };
+        let start = self.next_start % n;
+        let processed = if profile.filters.is_empty() {
+            result.feasible = (0..to_find).map(|i| order[(start + i) % n]).collect();
+            to_find
+        } else {
+            let scan = self.scan(&q, order, start, to_find);
             (result.reasons, result.unresolvable) = count_reasons(&scan.failures);
-            result.evaluated = scan.processed;
             result.feasible = scan.feasible;
+            scan.processed
+        };
+        result.evaluated = processed;
+        self.next_start = (self.next_start + processed) % n_all;
+        if n < n_all {
+            let at = result.reasons.partition_point(|(r, _)| r.as_str() < ERR_PRE_FILTER_NODE_AFFINITY);
+            result.reasons.insert(at, (ERR_PRE_FILTER_NODE_AFFINITY.to_string(), n_all - n));
         }
         if result.feasible.len() > 1 {
+            if let Some(e) = score::pre_score_error(profile, pod) {
+                result.error = Some(e);
+                return result;
+            }
             let mut cache = self.resource_cache.take();
             result.scores = score::totals(self, profile, &q, &result.feasible, cache.as_mut());
             self.resource_cache = cache;
@@ -277,11 +341,16 @@ impl Snapshot {
 
     pub fn schedule(&mut self, profile: &Profile, pod_json: &[u8], select: bool) -> Result<ScheduleResult, Error> {
         let pod = ParsedPod::from_json(pod_json)?;
-        Ok(self.schedule_pod(profile, &pod, select))
+        let r = self.schedule_pod(profile, &pod, select);
+        match r.error {
+            Some(e) => Err(Error::Plugin(e)),
+            None => Ok(r),
+        }
     }
 
     /// Schedules pods in order, counting each placed pod on its node before the next one.
-    /// All pods are parsed first: a bad one fails the batch before anything is counted.
+    /// All pods are parsed first: a bad one fails the batch before anything is counted. A pod
+    /// whose cycle ended with a plugin error has `error` set (and no node).
     pub fn schedule_batch(&mut self, profile: &Profile, pods: &[(&str, &[u8])]) -> Result<Vec<ScheduleResult>, Error> {
         let parsed = pods
             .iter()

@@ -16,6 +16,9 @@
 //!
 //! (U = Unschedulable, UU = UnschedulableAndUnresolvable: preemption cannot help.)
 //!
+//! A pod a native PreFilter rejected (the query's `rejected`) fails on every node with that
+//! status (UU) before any filter runs.
+//!
 //! A node with nominated pods (the query's `nominated`, see `overlay`) is filtered as upstream's
 //! RunFilterPluginsWithNominatedPods does: first with those pods added (their usage, pod count and
 //! host ports, and PodTopologySpread's and InterPodAffinity's AddPod on a copy of the PreFilter
@@ -119,6 +122,9 @@ pub fn skipped(plugin: FilterPlugin, pod: &ParsedPod, affinity: &Compiled, hard_
 /// Runs the pod's filters for the node in `slot` (with `removed` taken off it): with the node's
 /// nominated pods, then without; None when the node fits.
 pub fn run(snap: &Snapshot, q: &Query<'_>, slot: usize, removed: Option<&Removed>) -> Option<Failure> {
+    if let Some(reason) = &q.rejected {
+        return Some(Failure::one(Reason::Shared(reason.clone()), true));
+    }
     if let Some(pods) = nominated_on(q, slot) {
         if let Some(f) = run_nominated(snap, q, slot, removed, pods) {
             return Some(f);
@@ -176,6 +182,10 @@ fn run_once(snap: &Snapshot, q: &Query<'_>, slot: usize, rm: &Removed) -> Option
 /// share one pass ([`column_mask`]); the others have a tight pass each. `mask[i]` must start true.
 /// Nodes with nominated pods need [`nominated_mask`] too.
 pub fn mask(snap: &Snapshot, q: &Query<'_>, slots: &[u32], mask: &mut [bool]) {
+    if q.rejected.is_some() {
+        mask.fill(false);
+        return;
+    }
     let c = &snap.cols;
     // Generic, not `dyn`: each plugin's check is inlined into its own loop.
     fn each(slots: &[u32], mask: &mut [bool], keep: impl Fn(usize) -> bool) {

@@ -61,6 +61,8 @@ pub enum Error {
     Config(String),
     /// No node of that name in the snapshot.
     UnknownNode(String),
+    /// A plugin's Error status ended the scheduling cycle (upstream: the cycle's error).
+    Plugin(String),
 }
 
 impl Error {
@@ -81,6 +83,7 @@ impl fmt::Display for Error {
             Error::Quantity(m) => write!(f, "bad quantity: {m}"),
             Error::Config(m) => write!(f, "bad profile: {m}"),
             Error::UnknownNode(n) => write!(f, "no node {n:?} in the snapshot"),
+            Error::Plugin(m) => write!(f, "{m}"),
         }
     }
 }

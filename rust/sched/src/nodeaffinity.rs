@@ -63,6 +63,11 @@ pub struct PodNodeSelector {
     pub required: Option<Vec<Term>>,
     /// Preferred terms and their weights.
     pub preferred: Vec<(i64, Term)>,
+    /// NodeAffinity's PreFilterResult: when every required term has a `metadata.name In`
+    /// matchFields requirement, the node names the terms allow (per term the intersection of
+    /// those requirements' values, then the union over the terms; sorted). None: all nodes.
+    /// Some(empty): the terms conflict (PreFilter fails).
+    pub node_names: Option<Vec<String>>,
 }
 
 impl PodNodeSelector {
@@ -90,7 +95,7 @@ pub fn is_valid_label_value(value: &str) -> bool {
 }
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
-fn is_name_part(s: &str) -> bool {
+pub(crate) fn is_name_part(s: &str) -> bool {
     let b = s.as_bytes();
     let ext = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
     match (b.first(), b.last()) {
@@ -101,6 +106,11 @@ fn is_name_part(s: &str) -> bool {
 
 /// `validation.IsDNS1123Subdomain`: at most 253 characters, dot-separated lowercase RFC 1123 labels.
 fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && is_dns1123_subdomain_pattern(s)
+}
+
+/// Dot-separated lowercase RFC 1123 labels (`IsDNS1123Subdomain`'s regex, any length).
+pub(crate) fn is_dns1123_subdomain_pattern(s: &str) -> bool {
     let label = |l: &str| {
         let b = l.as_bytes();
         let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
@@ -109,7 +119,7 @@ fn is_dns1123_subdomain(s: &str) -> bool {
             _ => false,
         }
     };
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(label)
+    !s.is_empty() && s.split('.').all(label)
 }
 
 fn parse_requirement(r: &NodeSelectorRequirement) -> Option<Requirement> {
@@ -222,7 +232,36 @@ pub fn parse(spec: &PodSpec) -> PodNodeSelector {
         .filter(|p| p.weight.unwrap_or(0) != 0)
         .filter_map(|p| Some((i64::from(p.weight.unwrap_or(0)), parse_term(p.preference.as_ref()?)?)))
         .collect();
-    PodNodeSelector { node_selector, required, preferred }
+    let node_names = na
+        .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+        .and_then(|sel| required_node_names(sel.node_selector_terms.as_deref().unwrap_or_default()));
+    PodNodeSelector { node_selector, required, preferred, node_names }
+}
+
+/// NodeAffinity's PreFilter over the pod's required terms as written (terms that do not parse
+/// included): None when there are none or some term has no `metadata.name In` requirement.
+fn required_node_names(terms: &[NodeSelectorTerm]) -> Option<Vec<String>> {
+    if terms.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for t in terms {
+        let mut term_names: Option<Vec<&String>> = None;
+        let by_name = t.match_fields.iter().flatten().filter(|r| {
+            r.key.as_deref() == Some("metadata.name") && r.operator.as_deref() == Some("In")
+        });
+        for r in by_name {
+            let values = r.values.iter().flatten();
+            term_names = Some(match term_names {
+                None => values.collect(),
+                Some(prev) => prev.into_iter().filter(|n| r.values.iter().flatten().any(|v| v == *n)).collect(),
+            });
+        }
+        names.extend(term_names?.into_iter().cloned());
+    }
+    names.sort();
+    names.dedup();
+    Some(names)
 }
 
 // ---- compiled against the snapshot's strings --------------------------------------------------

@@ -11,10 +11,15 @@
 //!   labelSelector matches nothing and gets none added (upstream merges them at pod creation,
 //!   in the API server, the same way).
 //! - Preferred terms carry their weight; weight 0 terms are dropped.
+//! - A term whose labelSelector or namespaceSelector upstream's `LabelSelectorAsSelector`
+//!   refuses (an invalid label value, ...) makes its whole kind (required or preferred affinity or
+//!   anti-affinity) empty, and `parse_error` says why, as upstream's `NewPodInfo`: for a counted
+//!   pod the kind is then ignored; for the pod being scheduled InterPodAffinity's PreFilter fails
+//!   (UnschedulableAndUnresolvable) and its PreScore errors.
 
 use crate::api::{self, PodAffinityTerm};
 use crate::intern::Interner;
-use crate::labelselector::{Compiled as CSelector, Selector};
+use crate::labelselector::{self, Compiled as CSelector, Selector};
 use crate::nodeaffinity::Op;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +76,19 @@ pub struct PodTerms {
     pub anti_affinity: Vec<Term>,
     pub preferred_affinity: Vec<(i64, Term)>,
     pub preferred_anti_affinity: Vec<(i64, Term)>,
+    /// `NewPodInfo`'s error, e.g. `requiredAffinityTerms: values[0][app]: Invalid value: ...`
+    /// (None: every term's selectors convert).
+    pub parse_error: Option<String>,
+    /// The pod lists preferred affinity or anti-affinity terms (any weight, parsed or not):
+    /// upstream's `hasPreferredAffinityConstraints || hasPreferredAntiAffinityConstraints`.
+    pub declares_preferred: bool,
+}
+
+/// The first term whose selectors do not convert: its error.
+fn terms_error<'a>(mut terms: impl Iterator<Item = &'a PodAffinityTerm>) -> Option<String> {
+    terms.find_map(|t| {
+        labelselector::validate(t.label_selector.as_ref()).or_else(|| labelselector::validate(t.namespace_selector.as_ref()))
+    })
 }
 
 impl PodTerms {
@@ -90,12 +108,47 @@ impl PodTerms {
                 .collect()
         };
         let (pa, anti) = (aff.and_then(|a| a.pod_affinity.as_ref()), aff.and_then(|a| a.pod_anti_affinity.as_ref()));
-        PodTerms {
+        let mut terms = PodTerms {
             affinity: required(pa),
             anti_affinity: required(anti),
             preferred_affinity: preferred(pa),
             preferred_anti_affinity: preferred(anti),
+            parse_error: None,
+            declares_preferred: [pa, anti]
+                .iter()
+                .any(|a| a.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()).is_some_and(|p| !p.is_empty())),
+        };
+        if pa.is_some() || anti.is_some() {
+            terms.validate(pa, anti);
         }
+        terms
+    }
+
+    /// `NewPodInfo`'s checks: a kind with a term that does not convert is emptied and named in
+    /// `parse_error` (kinds in upstream's order, the errors aggregated as upstream does).
+    fn validate(&mut self, pa: Option<&api::PodAffinity>, anti: Option<&api::PodAffinity>) {
+        let required = |a: Option<&api::PodAffinity>| {
+            terms_error(a.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_deref()).unwrap_or_default().iter())
+        };
+        let preferred = |a: Option<&api::PodAffinity>| {
+            let weighted = a.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_deref()).unwrap_or_default();
+            terms_error(weighted.iter().filter_map(|w| w.pod_affinity_term.as_ref()))
+        };
+        const KINDS: [&str; 4] =
+            ["requiredAffinityTerms", "requiredAntiAffinityTerms", "preferredAffinityTerms", "preferredAntiAffinityTerms"];
+        let found = [required(pa), required(anti), preferred(pa), preferred(anti)];
+        let mut errors = Vec::new();
+        for (i, (kind, err)) in KINDS.iter().zip(found).enumerate() {
+            let Some(e) = err else { continue };
+            errors.push(format!("{kind}: {e}"));
+            match i {
+                0 => self.affinity.clear(),
+                1 => self.anti_affinity.clear(),
+                2 => self.preferred_affinity.clear(),
+                _ => self.preferred_anti_affinity.clear(),
+            }
+        }
+        self.parse_error = labelselector::aggregate(errors);
     }
 
     pub fn is_empty(&self) -> bool {

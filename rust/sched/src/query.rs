@@ -96,6 +96,23 @@ pub struct Query<'p> {
     /// The cycle's nominated pods the filters add on their nodes (see `overlay`); neither the
     /// counts above nor the scores include them.
     pub nominated: Nominated,
+    /// A native PreFilter's UnschedulableAndUnresolvable status, which every node gets as its
+    /// reason: NodeAffinity's "pod affinity terms conflict" (its node names exclude each other),
+    /// then InterPodAffinity's "parsing pod: ..." (a selector of the pod's terms does not convert).
+    pub rejected: Option<Arc<str>>,
+}
+
+/// NodeAffinity's PreFilter status when the pod's `metadata.name` terms allow no node.
+pub const ERR_NODE_AFFINITY_CONFLICT: &str = "pod affinity terms conflict";
+
+/// The first native PreFilter, in upstream's order, that rejects the pod everywhere.
+fn pre_filter_rejection(profile: &Profile, pod: &ParsedPod) -> Option<Arc<str>> {
+    // The pod's side first: most pods have neither, and then no plugin is looked up.
+    if pod.selector.node_names.as_ref().is_some_and(|n| n.is_empty()) && profile.has_filter(FilterPlugin::NodeAffinity) {
+        return Some(Arc::from(ERR_NODE_AFFINITY_CONFLICT));
+    }
+    let err = pod.affinity.parse_error.as_ref()?;
+    profile.has_filter(FilterPlugin::InterPodAffinity).then(|| Arc::from(format!("parsing pod: {err}")))
 }
 
 fn ignored(profile: &Profile, name: &str) -> bool {
@@ -152,8 +169,12 @@ impl<'p> Query<'p> {
             .collect();
         let affinity = Compiled::with_added(&pod.selector, profile.added.as_ref(), &snap.strings);
         let hard = spread::compile(&pod.spread, true, &pod.labels, &snap.strings);
-        let interpod =
-            if profile.has_filter(FilterPlugin::InterPodAffinity) { interpod::Filter::new(snap, pod) } else { None };
+        let rejected = pre_filter_rejection(profile, pod);
+        let interpod = if profile.has_filter(FilterPlugin::InterPodAffinity) && rejected.is_none() {
+            interpod::Filter::new(snap, pod)
+        } else {
+            None
+        };
         let filters = profile
             .filters
             .iter()
@@ -178,6 +199,7 @@ impl<'p> Query<'p> {
             spread_soft: spread::compile(&pod.spread, false, &pod.labels, &snap.strings),
             interpod,
             nominated: snap.nominated_for(pod),
+            rejected,
         };
         if q.filters.contains(&FilterPlugin::PodTopologySpread) {
             q.spread = Some(spread::Filter::new(snap, &q, hard, q.namespace));

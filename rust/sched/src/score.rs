@@ -18,6 +18,7 @@
 use rayon::prelude::*;
 use smallvec::SmallVec;
 
+use crate::pod::ParsedPod;
 use crate::profile::{FitStrategy, Profile, ScorePlugin, MAX_BALANCED_RESOURCES, MAX_NODE_SCORE};
 use crate::query::{Query, ResourceTerm};
 use crate::snapshot::Snapshot;
@@ -228,6 +229,20 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
         let v = if *x <= 0 { 0 } else { small_quotient(MAX_NODE_SCORE * *x, max) };
         *x = if reverse { MAX_NODE_SCORE - v } else { v };
     }
+}
+
+/// The Error a native PreScore ends the cycle with, as the framework wraps it: InterPodAffinity's
+/// when the pod's terms do not convert (unless it skips first: ignorePreferredTermsOfExistingPods
+/// and no preferred terms).
+pub fn pre_score_error(profile: &Profile, pod: &ParsedPod) -> Option<String> {
+    let terms = &pod.affinity;
+    let err = terms.parse_error.as_ref()?;
+    if !profile.scores.iter().any(|&(p, _)| p == ScorePlugin::InterPodAffinity)
+        || (profile.interpod.ignore_preferred_terms_of_existing_pods && !terms.declares_preferred)
+    {
+        return None;
+    }
+    Some(format!("running PreScore plugin \"InterPodAffinity\": failed to parse pod: {err}"))
 }
 
 /// Whether the plugin's PreScore says Skip for this pod (it then adds nothing).

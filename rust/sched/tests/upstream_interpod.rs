@@ -379,7 +379,6 @@ fn required_affinity_single_node() {
 /// UnschedulableAndUnresolvable `parsing pod: requiredAffinityTerms: values[0][service]: Invalid
 /// value: "{{.bad-value.}}": ...` for every node.
 #[test]
-#[ignore = "needs: label values validated when a pod's terms are parsed (labelselector.rs), and a PreFilter failure with a dynamic reason for every node (filter.rs/query.rs: Reason::Static only)"]
 fn required_affinity_invalid_label_syntax() {
     let nodes = [node("node1", &[("region", "r1"), ("zone", "z11")])];
     let service = [("service", "securityscan")];
@@ -971,7 +970,6 @@ fn preferred_affinity() {
 /// preferred term whose selector has the value "{{.bad-value.}}" makes PreScore fail with
 /// Error `Invalid value: "{{.bad-value.}}"` (the pod is not scheduled in that cycle).
 #[test]
-#[ignore = "needs: label values validated when a pod's terms are parsed (labelselector.rs), and a score plugin error path that fails the cycle (score.rs/cycle.rs)"]
 fn preferred_affinity_invalid_labels_fail_prescore() {
     let nodes = [node("node1", &[("region", "China")]), node("node2", &[("region", "China")])];
     let bad = preferred(pod("", &[]), AFF, vec![(8, t_in("security", &["{{.bad-value.}}"], "region"))]);

@@ -1456,8 +1456,6 @@ def test_scheduler_schedule_pod_topology_spread(name: str, nodes: list[str], exi
 
 
 @needs_native
-@pytest.mark.skip(reason="needs: kubecore-sched Snapshot::schedule_pod/schedule_batch to look for one feasible node "
-                         "when the profile has no Score plugin (native or Python), as findNodesThatPassFilters")
 def test_without_score_plugin_no_extra_nodes_are_evaluated_native() -> None:
     # "test without score plugin no extra nodes are evaluated", with a native Filter plugin: one node
     # is evaluated per cycle and the next cycle starts after it.
