@@ -183,8 +183,9 @@ def test_native_invalid_pod_affinity_selector_fails_prefilter() -> None:
     assert (res.reasons, res.unresolvable, res.error) == ({res.rejected: 2}, 2, None)
 
 
-@needs_native
-def test_native_prescore_error_ends_the_cycle() -> None:
+def _score_only_core() -> tuple[SchedulerCore, Obj]:
+    """InterPodAffinity as a native Score plugin only (its filter off), two nodes, and a pod whose
+    preferred term's selector does not parse."""
     prof = python_profile("InterPodAffinity", filter={"disabled": [{"name": "InterPodAffinity"}]})
     core, _, _ = build(config([prof]), native=True)
     for n in ("node-a", "node-b"):
@@ -192,7 +193,13 @@ def test_native_prescore_error_ends_the_cycle() -> None:
     term = {"weight": 3, "podAffinityTerm": {
         "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["{{.bad-value.}}"]}]},
         "topologyKey": "kubernetes.io/hostname"}}
-    out = _cycle(core, pod("bad", affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}))
+    return core, pod("bad", affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}})
+
+
+@needs_native
+def test_native_prescore_error_ends_the_cycle() -> None:
+    core, bad = _score_only_core()
+    out = _cycle(core, bad)
     assert isinstance(out, Failed)
     assert out.reason == "SchedulerError" and out.status.code is Code.ERROR
     assert out.message.startswith('running PreScore plugin "InterPodAffinity": failed to parse pod: '
@@ -204,15 +211,9 @@ def test_native_prescore_error_in_a_batch_fails_that_pod_only() -> None:
     """schedule_batch: the pod whose PreScore errs fails with an Error status; the batch goes on."""
     from kubecore.scheduler.batch import schedule_batch
 
-    prof = python_profile("InterPodAffinity", filter={"disabled": [{"name": "InterPodAffinity"}]})
-    core, _, _ = build(config([prof]), native=True)
-    for n in ("node-a", "node-b"):
-        core.cache.add_node(node(n))
-    term = {"weight": 3, "podAffinityTerm": {
-        "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["{{.bad-value.}}"]}]},
-        "topologyKey": "kubernetes.io/hostname"}}
+    core, bad_pod = _score_only_core()
     core.queue.add(pod("ok1"))
-    core.queue.add(pod("bad", affinity={"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}))
+    core.queue.add(bad_pod)
     core.queue.add(pod("ok2"))
     outs = schedule_batch(core.frameworks[PROFILE], core.queue.pop_batch(3))
     assert [type(o).__name__ for o in outs] == ["Assumed", "Failed", "Assumed"]
