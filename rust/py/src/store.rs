@@ -129,6 +129,7 @@ impl NativeStore {
         self.db.signature(&range).map_err(to_py)
     }
 
+    #[allow(clippy::too_many_arguments)] // the Python keyword arguments of one call
     #[pyo3(signature = (start, end=None, *, revision=0, limit=0, keys_only=false, count_only=false))]
     fn range(
         &self,

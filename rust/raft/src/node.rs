@@ -511,6 +511,33 @@ impl Spin {
     }
 }
 
+fn spin_recv<T>(rx: &Receiver<T>, spin: std::time::Duration) -> Option<T> {
+    if spin.is_zero() {
+        return rx.try_recv().ok();
+    }
+    let until = Instant::now() + spin;
+    loop {
+        if let Ok(msg) = rx.try_recv() {
+            return Some(msg);
+        }
+        if Instant::now() >= until {
+            return None;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// The proposal id stored in an entry context (8 bytes LE), if it is one.
+fn context_id(ctx: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(ctx.try_into().ok()?))
+}
+
+/// First proposal id of this incarnation: wall-clock nanoseconds, so ids left in the log by an
+/// earlier run are (practically) never mistaken for this run's.
+fn id_base() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
+}
+
 #[cfg(test)]
 mod spin_tests {
     use super::{Spin, SPIN};
@@ -542,31 +569,4 @@ mod spin_tests {
         }
         assert_eq!(spin.budget(), SPIN);
     }
-}
-
-fn spin_recv<T>(rx: &Receiver<T>, spin: std::time::Duration) -> Option<T> {
-    if spin.is_zero() {
-        return rx.try_recv().ok();
-    }
-    let until = Instant::now() + spin;
-    loop {
-        if let Ok(msg) = rx.try_recv() {
-            return Some(msg);
-        }
-        if Instant::now() >= until {
-            return None;
-        }
-        std::hint::spin_loop();
-    }
-}
-
-/// The proposal id stored in an entry context (8 bytes LE), if it is one.
-fn context_id(ctx: &[u8]) -> Option<u64> {
-    Some(u64::from_le_bytes(ctx.try_into().ok()?))
-}
-
-/// First proposal id of this incarnation: wall-clock nanoseconds, so ids left in the log by an
-/// earlier run are (practically) never mistaken for this run's.
-fn id_base() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
 }

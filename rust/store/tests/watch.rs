@@ -555,6 +555,9 @@ fn notify_is_called_when_events_arrive_and_when_the_watch_ends() {
     assert!(calls.load(Ordering::SeqCst) > before, "notify not called when the watch ended");
 }
 
+/// A watcher and the revision it was opened at.
+type Opened = (i64, Arc<Watcher>);
+
 #[test]
 fn watchers_that_catch_up_while_batches_are_applied_and_dispatched_see_each_event_once() {
     // A stress test of catching up against batched, concurrent writes: every watcher, opened at
@@ -563,7 +566,7 @@ fn watchers_that_catch_up_while_batches_are_applied_and_dispatched_see_each_even
     // dispatch after a catch-up is reproduced deterministically by the unit test in watch.rs.)
     let db = open(8);
     let base = put(&db, b"seed", b"0");
-    let watchers: Arc<std::sync::Mutex<Vec<(i64, Arc<Watcher>)>>> = Arc::default();
+    let watchers: Arc<std::sync::Mutex<Vec<Opened>>> = Arc::default();
     let opener = {
         let (db, watchers) = (db.clone(), watchers.clone());
         thread::spawn(move || {
