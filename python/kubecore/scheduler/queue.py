@@ -7,8 +7,9 @@
   they came back; failures are the consecutive errors if the last ones were errors, else the
   unschedulable results (upstream). `pop` first moves every pod whose backoff ended to activeQ.
   Pods that failed with an error wait in a second heap (upstream podErrorBackoffQ).
-- `pop_from_backoff` (upstream's SchedulerPopFromBackoffQ, on by default since Kubernetes 1.33,
-  and what `build_scheduler` turns on): when activeQ is empty, `pop` takes the head of backoffQ
+- `pop_from_backoff` (upstream's SchedulerPopFromBackoffQ, on by default since Kubernetes 1.33;
+  off by default in kubecore, `kubecore scheduler --feature-gates SchedulerPopFromBackoffQ=true`
+  turns it on): when activeQ is empty, `pop` takes the head of backoffQ
   (never of the error heap) instead of idling. Backoff expiries are then truncated to whole
   seconds (ordering windows): a pod backs off while its window is not before the current one, and
   pods of one window leave it in activeQ order. PreEnqueue runs when a pod enters backoffQ, not
