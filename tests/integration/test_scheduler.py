@@ -172,9 +172,9 @@ async def test_a_pod_being_deleted_is_not_scheduled(sched: Env) -> None:
 
     async def event(message: str) -> Obj | None:
         items = (await events.list(namespace=sched.ns))["items"]
-        return next((e for e in items if e["reason"] == "FailedScheduling" and e["message"].startswith(message)), None)
+        return next((e for e in items if e["reason"] == "FailedScheduling" and message in e["message"]), None)
 
-    await eventually(lambda: event("0/1 nodes are available"), "the pod found unschedulable")
+    await eventually(lambda: event("Insufficient cpu"), "the pod found unschedulable")
     await sched.pods.delete("doomed", namespace=sched.ns)
     pod = await sched.pods.get("doomed", namespace=sched.ns)
     assert pod["metadata"].get("deletionTimestamp")  # held by its finalizer
