@@ -82,9 +82,12 @@ class VolumeBindingArgs:
 
 @dataclass
 class CoschedulingArgs:
-    """kubecore's gang plugin: how long a partial gang may hold its members at Permit."""
+    """kubecore's gang plugin: how long a partial gang may hold its members at Permit, and how
+    long a gang that fit nowhere is refused at PreFilter (scheduler-plugins' podGroupBackoffSeconds;
+    0, the default, never refuses)."""
 
     permit_waiting_time_seconds: int = 60
+    pod_group_backoff_seconds: int = 0
 
 
 # ---- small readers ---------------------------------------------------------------------------
@@ -445,11 +448,14 @@ def _volume_binding(obj: dict[str, Any], path: str, errs: FieldErrors) -> Volume
 
 
 def _coscheduling(obj: dict[str, Any], path: str, errs: FieldErrors) -> CoschedulingArgs:
-    r = _Reader(obj, path, errs, {"permitWaitingTimeSeconds"})
-    args = CoschedulingArgs(r.get_int("permitWaitingTimeSeconds", 60))
+    r = _Reader(obj, path, errs, {"permitWaitingTimeSeconds", "podGroupBackoffSeconds"})
+    args = CoschedulingArgs(r.get_int("permitWaitingTimeSeconds", 60), r.get_int("podGroupBackoffSeconds", 0))
     if args.permit_waiting_time_seconds <= 0:
         errs.invalid(f"{path}.permitWaitingTimeSeconds", args.permit_waiting_time_seconds,
                      "must be greater than 0")
+    if args.pod_group_backoff_seconds < 0:
+        errs.invalid(f"{path}.podGroupBackoffSeconds", args.pod_group_backoff_seconds,
+                     "must be greater than or equal to 0")
     return args
 
 

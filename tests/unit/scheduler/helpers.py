@@ -121,7 +121,8 @@ class Recorder:
 
 
 def build(cfg: Any, *, rec: Recorder | None = None, clock: FakeClock | None = None, native: bool = False,
-          out_of_tree: dict[str, Any] | None = None, seed: int = 7) -> tuple[SchedulerCore, Recorder, FakeClock]:
+          out_of_tree: dict[str, Any] | None = None, seed: int = 7,
+          pop_from_backoff: bool = False) -> tuple[SchedulerCore, Recorder, FakeClock]:
     rec = rec or Recorder()
     clock = clock or FakeClock()
     snapshot = None
@@ -130,5 +131,5 @@ def build(cfg: Any, *, rec: Recorder | None = None, clock: FakeClock | None = No
         snapshot = _native.NativeSchedSnapshot(seed=seed)
     core = build_scheduler(cfg, services=rec.services(), clock=clock, snapshot=snapshot, use_native=native,
                            out_of_tree={"CpuFit": lambda a, h: CpuFit(), **(out_of_tree or {})},
-                           rng=random.Random(seed))
+                           rng=random.Random(seed), pop_from_backoff=pop_from_backoff)
     return core, rec, clock

@@ -22,12 +22,14 @@ def member(name: str, group: str, size: int, *, cpu: str = "1") -> Obj:
     return pod(name, cpu=cpu, labels={POD_GROUP_LABEL: group}, annotations={MIN_MEMBER_KEY: str(size)})
 
 
-def setup(mode: str, nodes: int = 3, rec: Recorder | None = None) -> tuple[SchedulerCore, Recorder, Driver, list[Failed]]:
+def setup(mode: str, nodes: int = 3, rec: Recorder | None = None, *, args: list[Obj] | None = None,
+          pop_from_backoff: bool = False) -> tuple[SchedulerCore, Recorder, Driver, list[Failed]]:
+    args = args or GANG_ARGS
     if mode == "native":
-        prof = {"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}}, "pluginConfig": GANG_ARGS}
+        prof = {"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}}, "pluginConfig": args}
     else:
-        prof = python_profile("CpuFit", "DefaultPreemption", "Coscheduling", plugin_config=GANG_ARGS)
-    core, rec, _ = build(config([prof]), native=mode == "native", rec=rec)
+        prof = python_profile("CpuFit", "DefaultPreemption", "Coscheduling", plugin_config=args)
+    core, rec, _ = build(config([prof]), native=mode == "native", rec=rec, pop_from_backoff=pop_from_backoff)
     for i in range(nodes):
         core.cache.add_node(node(f"n{i}", cpu="1"))
     failed: list[Failed] = []
@@ -112,3 +114,32 @@ async def test_prefilter_checks_the_group_size_when_pods_can_be_listed() -> None
     # a sibling's creation requeues the pod (Coscheduling registered Pod/Add with a same-group hint)
     add(core, rec, member("m2", "g", 3))
     assert core.queue.where("default/m0") == "Backoff"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_pod_group_backoff_ends_the_retry_loop_of_a_gang_that_cannot_fit(mode: str) -> None:
+    """With SchedulerPopFromBackoffQ a gang of 4 on 3 one-cpu nodes would be retried without pause
+    (its members activate each other at Permit); podGroupBackoffSeconds refuses the group at
+    PreFilter after its PostFilter rejection, so the queue goes quiet. A node added after the
+    backoff wakes the members and the gang is placed whole."""
+    args = [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10, "podGroupBackoffSeconds": 5}}]
+    core, rec, driver, failed = setup(mode, args=args, pop_from_backoff=True)
+    for i in range(4):
+        add(core, rec, member(f"m{i}", "g", 4))
+    await asyncio.wait_for(driver.drain(), 5)  # ends: no member is retried while the group is refused
+    assert rec.bound == [] and len(core.cache) == 0
+    assert any("podGroup default/g failed recently" in f.message for f in failed)
+    assert sum(core.queue.counts().values()) == 4 and core.queue.counts()["unschedulable"] == 4
+    await core.clock.step(5.0)  # type: ignore[attr-defined]
+    core.cache.add_node(node("n3", cpu="1"))
+    core.queue.node_added(node("n3", cpu="1"))
+    await asyncio.wait_for(driver.drain(), 5)
+    assert sorted(n for _, n in rec.bound) == ["n0", "n1", "n2", "n3"]
+
+
+def test_pod_group_backoff_seconds_must_not_be_negative() -> None:
+    from kubecore.scheduler.configerrors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"podGroupBackoffSeconds: Invalid value: -1: must be greater than or equal to 0"):
+        build(config([python_profile("Coscheduling", plugin_config=[
+            {"name": "Coscheduling", "args": {"podGroupBackoffSeconds": -1}}])]))

@@ -17,7 +17,13 @@ Pods without the group label are left alone. For a member:
   ("rejection in Unreserve"); each of them is unreserved and forgotten in turn, so no partial
   gang keeps resources.
 - PostFilter (a member fits nowhere, even after preemption): reject the waiting siblings at once
-  rather than at the timeout.
+  rather than at the timeout. With `podGroupBackoffSeconds` (CoschedulingArgs, as
+  scheduler-plugins; 0 by default) and at least minMember live pods in the group, the group is
+  then refused at PreFilter for that long: "podGroup ns/name failed recently"
+  (UnschedulableAndUnresolvable; a node change or a pod deletion requeues its members, which are
+  refused again until the time is up). This ends the retry loop of a gang that cannot fit when
+  the queue pops from backoffQ (`--feature-gates SchedulerPopFromBackoffQ=true`): its members
+  activate each other at Permit, so each rejection sends them straight back.
 """
 
 from __future__ import annotations
@@ -64,6 +70,9 @@ class Coscheduling:
 
     def __init__(self, args: CoschedulingArgs, handle: Handle) -> None:
         self.timeout = float(args.permit_waiting_time_seconds)
+        self.backoff = float(args.pod_group_backoff_seconds)
+        self._denied: dict[tuple[str, str], float] = {}
+        """(namespace, group) -> until when PreFilter refuses it."""
         self.handle = handle
         handle.cache.add_label_index(POD_GROUP_LABEL)
 
@@ -81,6 +90,12 @@ class Coscheduling:
         if g is None:
             return None, _SKIP
         ns, group, minimum = g
+        if self._denied:
+            until = self._denied.get((ns, group))
+            if until is not None:
+                if self.handle.clock.now() < until:
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, f"podGroup {ns}/{group} failed recently")
+                del self._denied[(ns, group)]
         if self.handle.services.list_pods is not None:
             total = len(self._members(ns, group))
             if total < minimum:
@@ -123,6 +138,8 @@ class Coscheduling:
         name = (pod.get("metadata") or {}).get("name", "")
         msg = f"PodGroup {ns}/{group} gets rejected due to Pod {name} is unschedulable even after PostFilter"
         self._reject_waiting(ns, group, msg, exclude=pod_key(pod))
+        if self.backoff > 0 and len(self._members(ns, group)) >= g[2]:
+            self._denied[(ns, group)] = self.handle.clock.now() + self.backoff
         return None, Status(Code.UNSCHEDULABLE, msg)
 
     def _reject_waiting(self, ns: str, group: str, msg: str, *, exclude: str) -> None:
