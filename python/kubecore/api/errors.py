@@ -76,7 +76,8 @@ def qualified_kind(x: GroupKind) -> str:
 
 
 def go_quote(s: str) -> str:
-    """Go's %q for the strings that appear in names and values (ASCII escapes as strconv.Quote)."""
+    """Go's %q for the strings that appear in names and values (control characters escaped as
+    strconv.Quote: ASCII ones and DEL as \\xNN, C1 ones as \\uNNNN)."""
     out = ['"']
     for ch in s:
         if ch == '"':
@@ -91,6 +92,8 @@ def go_quote(s: str) -> str:
             out.append("\\r")
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
             out.append(f"\\x{ord(ch):02x}")
+        elif 0x80 <= ord(ch) < 0xA0:
+            out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     out.append('"')

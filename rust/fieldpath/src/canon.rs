@@ -104,8 +104,8 @@ pub fn write_str(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// kubecore.api.errors.go_quote: `"`-quoted with `\"`, `\\`, `\n`, `\t`, `\r`, and `\xNN` for
-/// other ASCII control characters and DEL.
+/// kubecore.api.errors.go_quote: `"`-quoted with `\"`, `\\`, `\n`, `\t`, `\r`, `\xNN` for
+/// other ASCII control characters and DEL, and `\uNNNN` for the C1 controls (as Go's %q).
 pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
@@ -119,6 +119,9 @@ pub fn go_quote(s: &str) -> String {
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 let _ = write!(out, "\\x{:02x}", c as u32);
             }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -130,6 +133,11 @@ pub fn go_quote(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::json::parse;
+
+    #[test]
+    fn go_quote_escapes_control_characters_as_go() {
+        assert_eq!(go_quote("a\"b\\c\n\u{1}\u{7f}\u{85}é"), "\"a\\\"b\\\\c\\n\\x01\\x7f\\u0085é\"");
+    }
 
     #[test]
     fn escapes_as_msgspec_then_go() {

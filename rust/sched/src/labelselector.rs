@@ -11,6 +11,8 @@
 //! values, a key that is not a qualified name, a value that is not a label value), with
 //! apimachinery's wording, e.g. `values[0][app]: Invalid value: "a b": a valid label must be ...`.
 
+use kubecore_fieldpath::canon::go_quote;
+
 use crate::api::{LabelSelector, NodeSelectorRequirement};
 use crate::intern::Interner;
 use crate::nodeaffinity::{CTerm, Op, Requirement, Term};
@@ -29,34 +31,6 @@ const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
     format!("{msg} (e.g. {}regex used for validation is '{fmt}')", examples.join(" or "))
-}
-
-/// Go's `%q` for a string: `\"`, `\\`, `\n`, `\t`, `\r`, other control characters as `\xNN`
-/// (ASCII and DEL) or `\uNNNN` (C1), the rest as it is. (kubecore-fieldpath's `canon::go_quote`
-/// is the same for ASCII; this crate does not depend on that one.)
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        let short = match c {
-            '"' | '\\' => Some(c),
-            '\n' => Some('n'),
-            '\t' => Some('t'),
-            '\r' => Some('r'),
-            _ => None,
-        };
-        match (short, c as u32) {
-            (Some(e), _) => {
-                out.push('\\');
-                out.push(e);
-            }
-            (None, n) if c.is_control() && n < 0x80 => out.push_str(&format!("\\x{n:02x}")),
-            (None, n) if c.is_control() => out.push_str(&format!("\\u{n:04x}")),
-            _ => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Go's `%#v` of the `[]string` a requirement was given.
@@ -364,7 +338,6 @@ mod tests {
 
     #[test]
     fn quotes_and_aggregates_as_go() {
-        assert_eq!(go_quote("a\"b\\c\n\u{1}\u{7f}\u{85}é"), "\"a\\\"b\\\\c\\n\\x01\\x7f\\u0085é\"");
         assert_eq!(go_string_slice(&[]), "[]string(nil)");
         assert_eq!(go_string_slice(&["a".into(), "b".into()]), "[]string{\"a\", \"b\"}");
         assert_eq!(aggregate(vec![]), None);

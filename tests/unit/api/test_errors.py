@@ -84,3 +84,9 @@ def test_field_error_text(fe, text):
 def test_success_status():
     assert E.STATUS_SUCCESS_BODY == b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success"}\n'
     assert E.success_status(name="x", kind="pods", uid="u")["details"] == {"name": "x", "kind": "pods", "uid": "u"}
+
+
+def test_go_quote_escapes_control_characters_as_go() -> None:
+    # strconv.Quote: \xNN for ASCII controls and DEL, \uNNNN for C1 controls (the Rust side,
+    # kubecore-fieldpath's canon::go_quote, is held to the same string).
+    assert E.go_quote('a"b\\c\n\x01\x7f\x85é') == '"a\\"b\\\\c\\n\\x01\\x7f\\u0085é"'
