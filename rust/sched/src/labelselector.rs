@@ -210,11 +210,9 @@ impl Selector {
         }
         for e in sel.match_expressions.iter().flatten() {
             let values = e.values.clone().unwrap_or_default();
-            let op = match e.operator.as_deref() {
-                Some("In") if !values.is_empty() => Op::In,
-                Some("NotIn") if !values.is_empty() => Op::NotIn,
-                Some("Exists") if values.is_empty() => Op::Exists,
-                Some("DoesNotExist") if values.is_empty() => Op::DoesNotExist,
+            let op = match operator(e.operator.as_deref()) {
+                Some(op @ (Op::In | Op::NotIn)) if !values.is_empty() => op,
+                Some(op @ (Op::Exists | Op::DoesNotExist)) if values.is_empty() => op,
                 _ => return Selector::Nothing,
             };
             reqs.push(requirement(e.key.as_deref().unwrap_or_default(), op, values));
