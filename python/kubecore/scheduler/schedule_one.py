@@ -34,7 +34,7 @@ from kubecore.scheduler.cache import CacheError
 from kubecore.scheduler.fiterror import Diagnosis, FitError, NoNodesAvailable, go_list
 from kubecore.scheduler.framework import Framework
 from kubecore.scheduler.interface import CLEAR_NOMINATED_NODE, CycleState, NominatingInfo
-from kubecore.scheduler.native import NativeResult, plugin_for_reason
+from kubecore.scheduler.native import NativeResult, rejection_status
 from kubecore.scheduler.nominator import status_nominated_node
 from kubecore.scheduler.podinfo import NodeInfo, Obj, QueuedPodInfo, with_node_name
 from kubecore.scheduler.status import Code, Status, as_status
@@ -150,8 +150,7 @@ def record_native(fw: Framework, diag: Diagnosis, res: NativeResult, raw: bytes,
         return
     rejected = res.rejected
     if rejected is not None:
-        known = plugin_for_reason(rejected)
-        st = Status(_UU, rejected, plugin=known[0] if known is not None else "")
+        st = rejection_status([rejected], unresolvable=True)
         diag.node_to_status.set_absent(st)
         diag.pre_filter_msg = rejected
         diag.add_plugin_status(st)
