@@ -452,7 +452,6 @@ async def test_pop_wait_returns_for_a_backing_off_pod_with_pop_from_backoff() ->
     waiter = asyncio.create_task(q.pop_wait())
     await settle()
     assert not waiter.done()
-    p = _rejected(q, "a")  # its pop is the waiter's
+    p = _rejected(q, "a")  # popped synchronously before the waiter runs, then back in backoffQ
     await settle()
-    # the pop in _rejected came first; now the pod is in backoffQ and the waiter takes it at once
-    assert waiter.done() and waiter.result() is p
+    assert waiter.done() and waiter.result() is p  # taken while still backing off
