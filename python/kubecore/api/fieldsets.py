@@ -88,7 +88,8 @@ def _core_event(o: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _events_k8s_io_event(o: Mapping[str, Any]) -> dict[str, str]:
-    """events.k8s.io/v1 Event mapped onto the core field set (upstream stores both as one type)."""
+    """events.k8s.io/v1 Event mapped onto the core field set (upstream stores both as one type:
+    the same stored object gives the same set through either group)."""
     reg = o.get("regarding") or {}
     return {
         "involvedObject.kind": _s(reg.get("kind")),
@@ -151,7 +152,8 @@ _KINDS: dict[tuple[str, str], _Kind] = {
          "regarding.uid": "involvedObject.uid", "regarding.apiVersion": "involvedObject.apiVersion",
          "regarding.resourceVersion": "involvedObject.resourceVersion",
          "regarding.fieldPath": "involvedObject.fieldPath", "reportingController": "reportingComponent",
-         "type": "type", "metadata.namespace": "metadata.namespace", "metadata.name": "metadata.name"},
+         "source": "source", "type": "type", "metadata.namespace": "metadata.namespace",
+         "metadata.name": "metadata.name"},
         _NOT_SUPPORTED, _events_k8s_io_event),
     ("apps", "ReplicaSet"): _Kind(_same(*_NS_META, "status.replicas"),
                                   "field label not supported for appsv1.ReplicaSet: {label}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -54,13 +54,16 @@ class ResourceType:
     subresources: tuple[str, ...] = ()
     name_rule: str = "subdomain"
     tracks_generation: bool = False
-    # Custom resources only (set from the CRD; built-in types keep the defaults):
+    # Custom resources (set from the CRD; built-in types keep the defaults):
     # ``crd`` the CRD's name; ``schema`` this version's openAPIV3Schema; ``scale_paths`` the
     # scale subresource's (specReplicasPath, statusReplicasPath, labelSelectorPath);
     # ``printer_columns`` the version's additionalPrinterColumns (NAME and AGE when it has none);
     # ``storage_version`` the version objects are stored in; ``converts`` whether stored objects
     # are rewritten on read (several versions: apiVersion; schema defaults: applied on read, as
     # upstream's storage decoder does); ``terminating`` the CRD is being deleted (no creates).
+    # A built-in view of another group's storage (events.k8s.io/v1 events are core/v1 events, as
+    # upstream stores them) sets ``storage_group`` (the group whose keys and form it shares),
+    # ``storage_version`` and ``converts``; kubecore.apiserver.crstore converts both ways.
     crd: str = ""
     schema: dict[str, Any] | None = field(default=None, compare=False, repr=False)
     scale_paths: tuple[str, str, str] | None = None
@@ -68,6 +71,7 @@ class ResourceType:
     storage_version: str = ""
     converts: bool = False
     terminating: bool = False
+    storage_group: str | None = None
 
     @cached_property
     def list_kind(self) -> str:
@@ -79,9 +83,15 @@ class ResourceType:
 
     @cached_property
     def storage_prefix(self) -> str:
-        if self.group:
-            return f"/registry/{self.group}/{self.resource}/"
+        group = self.group if self.storage_group is None else self.storage_group
+        if group:
+            return f"/registry/{group}/{self.resource}/"
         return f"/registry/{self.resource}/"
+
+    @cached_property
+    def shares_storage(self) -> bool:
+        """A built-in view of another group's stored objects (events.k8s.io/v1 events)."""
+        return self.storage_group is not None and self.storage_group != self.group
 
     def key(self, namespace: str | None, name: str) -> bytes:
         if self.namespaced:
@@ -253,8 +263,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _t("apps", "deployments", "Deployment", short=("deploy",), cat=_ALL, sub=("scale", "status"), gen=True),
     _t("apps", "replicasets", "ReplicaSet", short=("rs",), cat=_ALL, sub=("scale", "status"), gen=True),
     _t("apps", "statefulsets", "StatefulSet", short=("sts",), cat=_ALL, sub=("scale", "status"), gen=True),
-    # events.k8s.io/v1
-    _t("events.k8s.io", "events", "Event", short=("ev",)),
+    # events.k8s.io/v1: a view of the core/v1 events (one resource, /registry/events/, stored as core/v1)
+    replace(_t("events.k8s.io", "events", "Event", short=("ev",)), storage_group="", storage_version="v1",
+            converts=True),
     # autoscaling/v2
     _t("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler", short=("hpa",), cat=_ALL,
        sub=("status",), version="v2"),

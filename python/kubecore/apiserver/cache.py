@@ -14,6 +14,11 @@ Which reads the cache serves (upstream's cacher makes the same choices):
   without resourceVersion (or with sendInitialEvents) the current objects come first.
 - Table / PartialObjectMetadata output, and field selectors on a field the cache cannot extract
   for the kind (see `FIELD_SPECS`), keep the Python paths.
+- A resource served as a converted view of stored objects (custom resources with several
+  versions or schema defaults, events.k8s.io/v1 events over the core/v1 ones) is never served
+  from here as is: the cache holds stored bytes (kubecore.apiserver.crstore takes those
+  requests; a LIST of events.k8s.io/v1 events is selected by the core/v1 events' cache, its
+  field labels converted, and crstore converts the objects selected; its WATCH takes the store).
 """
 
 from __future__ import annotations
@@ -73,11 +78,6 @@ FIELD_SPECS: dict[tuple[str, str], FieldSpecs] = {
     ("", "Namespace"): [_spec("status.phase", "s", ["status", "phase"])],
     ("", "Secret"): [_spec("type", "s", ["type"])],
     ("", "Service"): [_spec("spec.clusterIP", "s", ["spec", "clusterIP"]), _spec("spec.type", "s", ["spec", "type"])],
-    ("events.k8s.io", "Event"): [
-        *_strings(["regarding"], **_INVOLVED),
-        *_strings([], reason="reason", reportingComponent="reportingController", type="type"),
-        _spec("source", "s", ["deprecatedSource", "component"]),
-    ],
     ("apps", "ReplicaSet"): [_spec("status.replicas", "i", ["status", "replicas"])],
     ("batch", "Job"): [_spec("status.successful", "i", ["status", "succeeded"])],
 }
@@ -103,10 +103,13 @@ class ResourceCache:
         self.python_only = frozenset(set(object_fields(rt, {})) - specified)
         self.head = b'{"kind":"' + rt.list_kind.encode() + b'","apiVersion":"' + rt.api_version.encode() + b'","metadata":'
 
-    def selection(self, query: Mapping[str, str], *, name: str = "") -> tuple[LabelReqs, FieldTerms] | None:
-        """The request's selectors for Rust, or None when one needs Python matching."""
+    def selection(self, query: Mapping[str, str], *, name: str = "",
+                  view: ResourceType | None = None) -> tuple[LabelReqs, FieldTerms] | None:
+        """The request's selectors for Rust, or None when one needs Python matching. `view`: the
+        type the request named when it is a converted view of this one (its field labels are
+        converted to the stored type's, as upstream's field label conversion does)."""
         labels = parse_label_selector(query.get("labelSelector", ""))
-        fields = parse_field_selector(query.get("fieldSelector", ""), self.rt)
+        fields = parse_field_selector(query.get("fieldSelector", ""), view or self.rt)
         if any(t.field in self.python_only for t in fields.terms):
             return None
         terms = [(t.field, t.op, t.value) for t in fields.terms]
@@ -149,6 +152,8 @@ class WatchCache:
         key = (rt.storage_prefix, rt.group, rt.version, rt.kind)
         rc = self._caches.get(key)
         if rc is None:
+            if rt.shares_storage:  # another group's stored form: the bytes are not this view's
+                return None
             try:
                 native = self._cache_set().resource(
                     rt.storage_prefix.encode(), kind=rt.kind, api_version=rt.api_version, fields=field_specs(rt)
@@ -159,13 +164,14 @@ class WatchCache:
         return rc
 
     def list_body(self, rt: ResourceType, namespace: str, query: Mapping[str, str], *,
-                  limit: int) -> NativeListBody | None:
+                  limit: int, view: ResourceType | None = None) -> NativeListBody | None:
         """A LIST response body served from the cache (taken in chunks), or None: take the store
-        path."""
+        path. `view`: the request named a converted view of `rt` (the body is `rt`'s: the caller
+        converts it)."""
         if query.get("resourceVersionMatch") == "Exact":
             return None
         rc = self.resource(rt)
-        sel = rc.selection(query) if rc is not None else None
+        sel = rc.selection(query, view=view) if rc is not None else None
         if rc is None or sel is None:
             return None
         prefix = ObjectStore.prefix(rt, namespace)

@@ -8,7 +8,8 @@ What qualifies (anything else goes through the whole handler chain, unchanged):
   plain JSON (no Table / PartialObjectMetadata / YAML / protobuf);
 - the path names one object of a built-in type (``/api/v1/namespaces/N/pods/P``,
   ``/apis/apps/v1/namespaces/N/deployments/D``, ``/api/v1/nodes/X``), and the object exists
-  (a 404 is answered by the chain, with its Status);
+  (a 404 is answered by the chain, with its Status); types served as a converted view of their
+  stored form (events.k8s.io/v1 events, stored as core/v1 events) take the chain;
 - the chain's authentication and authorization are the allow-all defaults. When real
   authentication arrives, the fast path must be given the chain's (cached) decision for the
   request's user, verb and resource, or be turned off — ``FastReads.enabled``.
@@ -59,7 +60,7 @@ class FastReads:
         g, v, r = group.decode(), version.decode(), resource.decode()
         rt = self.registry.get(g, v, r) if (g, v, r) in _BUILTIN else None
         route = None
-        if rt is not None and "get" in rt.verbs:
+        if rt is not None and "get" in rt.verbs and not rt.converts:  # a converted view: the handler converts
             route = (rt.storage_prefix.encode(), rt.namespaced, ("GET", g, v, r, "", "resource"))
         if len(self._routes) < 4096:
             self._routes[key] = route

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from kubecore.api import errors
+from kubecore.api import errors, eventconv
 from kubecore.api.errors import FieldError
 from kubecore.api.kinds import apps, batch, cluster, config, networking, pods, policy, service, storage
 from kubecore.api.kinds.common import DecodeError
@@ -39,6 +39,11 @@ def _same(fn: Create) -> Update:
     return lambda new, old: fn(new)
 
 
+def _core_event(obj: Obj) -> Obj:
+    """A shallow copy of an events.k8s.io/v1 Event in core/v1 form (the request's object stays as is)."""
+    return eventconv.to_core(dict(obj))
+
+
 # (group, kind) -> (create, update)
 _TABLE: dict[tuple[str, str], tuple[Create, Update]] = {
     ("", "Pod"): (pods.pod_create, pods.pod_update),
@@ -49,6 +54,9 @@ _TABLE: dict[tuple[str, str], tuple[Create, Update]] = {
     ("", "Secret"): (config.secret, config.secret_update),
     ("", "Namespace"): (config.namespace, _same(config.namespace)),
     ("", "Event"): (config.event, _same(config.event)),
+    # events.k8s.io/v1 objects are validated in core/v1 form, as upstream validates the internal type
+    ("events.k8s.io", "Event"): (lambda obj: config.events_event(_core_event(obj)),
+                                 lambda new, old: config.events_event_update(_core_event(new), _core_event(old))),
     ("", "Node"): (cluster.node, cluster.node_update),
     ("", "Endpoints"): (cluster.endpoints, _same(cluster.endpoints)),
     ("", "LimitRange"): (cluster.limit_range, _same(cluster.limit_range)),
