@@ -1,5 +1,6 @@
 """Leases and Events over the REST client, in the shapes leader election (`LeaseClient`) and the
-event recorder (`EventSink`) ask for: the small protocols those modules are written against."""
+event recorders (`events.EventSink`, core/v1; `events_v1.EventSink`, events.k8s.io/v1) ask for:
+the small protocols those modules are written against."""
 
 from __future__ import annotations
 
@@ -46,6 +47,31 @@ class RestApiSink:
 
     async def patch_event(self, event: Obj, patch: Obj) -> Obj:
         path = f"{self._events(event)}/{quote(event['metadata']['name'], safe='')}"
+        out: Obj = await self.rest.send_json("PATCH", path, patch,
+                                             content_type="application/strategic-merge-patch+json")
+        return out
+
+
+class EventsV1Sink:
+    """events.k8s.io/v1 Events over the RestClient (`events_v1.EventSink`, upstream's EventSinkImpl):
+    POST to create, strategic merge PATCH for a series."""
+
+    def __init__(self, rest: RestClient) -> None:
+        self.rest = rest
+
+    @staticmethod
+    def _events(event: Obj, verb: str) -> str:
+        ns = (event.get("metadata") or {}).get("namespace")
+        if not ns:
+            raise ValueError(f"can't {verb} an event with empty namespace")
+        return f"/apis/events.k8s.io/v1/namespaces/{quote(ns, safe='')}/events"
+
+    async def create(self, event: Obj) -> Obj:
+        out: Obj = await self.rest.send_json("POST", self._events(event, "create"), event)
+        return out
+
+    async def patch(self, event: Obj, patch: bytes | Obj) -> Obj:
+        path = f"{self._events(event, 'patch')}/{quote(event['metadata']['name'], safe='')}"
         out: Obj = await self.rest.send_json("PATCH", path, patch,
                                              content_type="application/strategic-merge-patch+json")
         return out
