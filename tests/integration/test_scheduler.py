@@ -120,7 +120,13 @@ async def test_pods_are_bound_and_never_overcommit_cpu(sched: Env) -> None:
     events = (await (await sched.rest.resource("v1", "events")).list(namespace=sched.ns))["items"]
     scheduled = [e for e in events if e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "p0"]
     assert scheduled and scheduled[0]["message"] == f"Successfully assigned {sched.ns}/p0 to {pod['spec']['nodeName']}"
-    assert scheduled[0]["type"] == "Normal" and scheduled[0]["source"]["component"] == "default-scheduler"
+    # written through events.k8s.io/v1 as kube-scheduler does; core/v1 shows the same object
+    assert scheduled[0]["type"] == "Normal" and scheduled[0]["reportingComponent"] == "default-scheduler"
+    assert scheduled[0]["action"] == "Binding" and scheduled[0]["eventTime"]
+    assert scheduled[0]["reportingInstance"].startswith("default-scheduler-")
+    v1 = await sched.rest.get_json(f"/apis/events.k8s.io/v1/namespaces/{sched.ns}/events/{scheduled[0]['metadata']['name']}")
+    assert v1["note"] == scheduled[0]["message"] and v1["reportingController"] == "default-scheduler"
+    assert v1["regarding"]["name"] == "p0" and v1["regarding"]["uid"] == pod["metadata"]["uid"]
     assert sched.live is not None and sched.live.metrics is not None
     assert sched.live.metrics.attempts[("default-scheduler", "scheduled")] >= 12
 

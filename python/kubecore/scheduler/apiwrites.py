@@ -1,22 +1,28 @@
 """What the scheduler writes to the API server (upstream schedule_one.go's I/O and
 preemption's victim handling), as the `Services` and `Driver` callbacks a process plugs in.
 
-    writes = ApiWrites(rest, recorder, tasks=TaskSet(), clock=clock, lookup=latest_pod_by_key)
+    writes = ApiWrites(rest, recorders, tasks=TaskSet(), clock=clock, lookup=latest_pod_by_key)
     services = Services(bind=writes.bind, evict=writes.evict, clear_nominated_node=writes.clear_nominated_node)
     Driver(core, on_bound=writes.scheduled, on_failed=writes.failed, on_skipped=writes.skipped)
 
 - `bind(pod, node)`: POST pods/<name>/binding with a v1 Binding whose target is the Node (and
   the pod's uid, so a re-created pod of the same name is never bound by mistake).
-- `scheduled(bound)`: a Normal `Scheduled` event "Successfully assigned ns/name to node".
-- `failed(f)`: a Warning `FailedScheduling` event carrying the FitError message (cut to 1024
-  characters, as upstream), then, unless the pod is gone or got bound meanwhile, the PodScheduled
+Events are events.k8s.io/v1 Events (client-go's tools/events, as kube-scheduler records them):
+`recorders` maps each profile's schedulerName to the recorder whose reportingController it is;
+every event is written, each by its own task, and repeats become a series (`events_v1`).
+
+- `scheduled(bound)`: a Normal `Scheduled` event (action `Binding`) "Successfully assigned
+  ns/name to node".
+- `failed(f)`: a Warning `FailedScheduling` event (action `Scheduling`) carrying the FitError message (cut to 1024
+  bytes, as upstream), then, unless the pod is gone or got bound meanwhile, the PodScheduled
   condition False with `f.reason` (Unschedulable, or SchedulerError) and the message, and
   status.nominatedNodeName when preemption nominated a node — one strategic-merge PATCH of
   pods/status, skipped when nothing would change (upstream updatePod).
 - `skipped(pod)`: a Warning `FailedScheduling` event "skip schedule deleting pod: ns/name" for a
   popped pod that is being deleted (nothing else is written).
 - `evict(victim, preemptor, node)`: the DisruptionTarget condition (reason PreemptionByScheduler)
-  on the victim, then DELETE with its uid as precondition, and a Normal `Preempted` event.
+  on the victim, then DELETE with its uid as precondition, and a Normal `Preempted` event
+  (action `Preempting`, related: the preemptor).
 - `evict_victims(victims, preemptor, node, failed=)`: a preemption's victims evicted
   concurrently (upstream's asynchronous preemption); `failed()` if an eviction failed (a victim
   already gone is no failure: its deletion is what the preemptor waits for).
@@ -30,14 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import msgspec
 
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import ApiError, NotFound
-from kubecore.client.events import NORMAL, WARNING, EventRecorder
+from kubecore.client.events import NORMAL, WARNING
+from kubecore.client.events_v1 import EventRecorder
 from kubecore.client.events_cache import rfc3339
 from kubecore.client.rest import RestClient
 from kubecore.scheduler.binding import Bound
@@ -50,14 +57,20 @@ __all__ = ["ApiWrites", "TaskSet", "pod_reference", "truncate_message", "MESSAGE
 log = logging.getLogger(__name__)
 
 MESSAGE_SIZE_LIMIT = 1024
-"""Upstream's cap on a FailedScheduling event's message."""
+"""Upstream's cap on a FailedScheduling event's note, in bytes (events.k8s.io's NoteLengthLimit)."""
 STRATEGIC = "strategic"
+_CUT_SUFFIX = " ..."
 
 
 def truncate_message(message: str) -> str:
-    if len(message) <= MESSAGE_SIZE_LIMIT:
+    """The note cut to MESSAGE_SIZE_LIMIT UTF-8 bytes, ending in " ..." when cut (upstream
+    truncateMessage; a character split by the cut is left out)."""
+    if len(message) * 4 <= MESSAGE_SIZE_LIMIT:
         return message
-    return message[:MESSAGE_SIZE_LIMIT - 3] + "..."
+    raw = message.encode()
+    if len(raw) <= MESSAGE_SIZE_LIMIT:
+        return message
+    return raw[:MESSAGE_SIZE_LIMIT - len(_CUT_SUFFIX)].decode(errors="ignore") + _CUT_SUFFIX
 
 
 _REFERENCE_FIELDS = ("name", "uid", "resourceVersion")
@@ -125,10 +138,11 @@ def _condition_changed(current: Obj | None, wanted: Obj) -> bool:
 class ApiWrites:
     """The scheduler's writes (see the module docstring)."""
 
-    def __init__(self, rest: RestClient, recorder: EventRecorder, *, tasks: TaskSet,
+    def __init__(self, rest: RestClient, recorders: Mapping[str, EventRecorder], *, tasks: TaskSet,
                  lookup: Callable[[str], Obj | None], clock: Clock = REAL_CLOCK) -> None:
         self.rest = rest
-        self.recorder = recorder
+        self.recorders = recorders
+        """Each profile's recorder by schedulerName (upstream: one recorder per profile)."""
         self.tasks = tasks
         self.lookup = lookup
         """The informer's latest copy of a pod by "ns/name" (None when it is gone)."""
@@ -145,25 +159,32 @@ class ApiWrites:
         # the answer is not decoded (upstream's Bind reads only the error)
         await self.rest.request("POST", _pod_path(pod, "binding"), body=_encode(binding), content_type=_JSON)
 
+    def _event(self, pod: Obj, related: Obj | None, event_type: str, reason: str, action: str, note: str, *,
+               profile_of: Obj | None = None) -> None:
+        """An event about `pod`, recorded by the profile of `profile_of` (default: `pod`'s)."""
+        name = scheduler_name(pod if profile_of is None else profile_of)
+        recorder = self.recorders.get(name)
+        if recorder is None:  # not one of this scheduler's profiles (it never schedules such a pod)
+            log.warning("no profile for scheduler %r: event %s about pod %s not recorded", name, reason, pod_key(pod))
+            return
+        recorder.eventf(pod_reference(pod), related, event_type, reason, action, note)
+
     def scheduled(self, bound: Bound) -> None:
         pod = bound.assumed.pod
         meta = pod.get("metadata") or {}
-        self.recorder.event(pod_reference(pod), NORMAL, reason="Scheduled",
-                            message=f"Successfully assigned {meta.get('namespace') or 'default'}/"
-                                    f"{meta.get('name', '')} to {bound.node}")
+        self._event(pod, None, NORMAL, "Scheduled", "Binding",
+                    f"Successfully assigned {meta.get('namespace') or 'default'}/{meta.get('name', '')} to {bound.node}")
 
     def skipped(self, pod: Obj) -> None:
         """A popped pod that is being deleted was not scheduled (upstream's skipPodSchedule)."""
         meta = pod.get("metadata") or {}
-        self.recorder.event(pod_reference(pod), WARNING, reason="FailedScheduling",
-                            message=f"skip schedule deleting pod: {meta.get('namespace') or 'default'}/"
-                                    f"{meta.get('name', '')}")
+        self._event(pod, None, WARNING, "FailedScheduling", "Scheduling",
+                    f"skip schedule deleting pod: {meta.get('namespace') or 'default'}/{meta.get('name', '')}")
 
     def failed(self, f: Failed) -> None:
         pod = f.pinfo.pod
         message = f.message
-        self.recorder.event(pod_reference(pod), WARNING, reason="FailedScheduling",
-                            message=truncate_message(message))
+        self._event(pod, None, WARNING, "FailedScheduling", "Scheduling", truncate_message(message))
         latest = self.lookup(f.pinfo.key)
         if latest is None or (latest.get("spec") or {}).get("nodeName"):
             return  # deleted, or bound by someone else meanwhile: nothing to report on it
@@ -237,8 +258,8 @@ class ApiWrites:
         except NotFound:  # deleted meanwhile: what the eviction wanted (upstream ignores NotFound too)
             return False
         pmeta = preemptor.get("metadata") or {}
-        self.recorder.event(pod_reference(victim), NORMAL, reason="Preempted",
-                            message=f"Preempted by pod {pmeta.get('uid') or pod_key(preemptor)} on node {node}")
+        self._event(victim, pod_reference(preemptor), NORMAL, "Preempted", "Preempting",
+                    f"Preempted by pod {pmeta.get('uid') or pod_key(preemptor)} on node {node}", profile_of=preemptor)
         return True
 
     def clear_nominated_node(self, pod: Obj) -> None:

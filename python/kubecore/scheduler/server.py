@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.codec import CompactCodec
 from kubecore.client.config import ClientConfig
-from kubecore.client.events import EventBroadcaster
+from kubecore.client.events_v1 import EventBroadcaster
 from kubecore.client.factory import SharedInformerFactory
 from kubecore.client.indexer import NAMESPACE_INDEX, strip_managed_fields
 from kubecore.client.informer import SharedIndexInformer
 from kubecore.client.leaderelection import (DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
                                             compete_and_lead)
 from kubecore.client.rest import RestClient
-from kubecore.client.sinks import RestApiSink
+from kubecore.client.sinks import EventsV1Sink, RestApiSink
 from kubecore.controllers.manager import default_identity
 from kubecore.heap import settle_heap
 from kubecore.scheduler import defaultspread
@@ -119,7 +119,10 @@ class LiveScheduler:
         self.freeze_gc = freeze_gc
         self.metrics = metrics
         self.factory = SharedInformerFactory(rest, clock=clock)
-        self.broadcaster = EventBroadcaster(RestApiSink(rest), clock=clock)
+        # upstream's createClients: events go through a client of their own (same config, its own
+        # rate limiter and connections), so a burst of events never delays a binding
+        self.events_rest = RestClient(rest.config, clock=clock)
+        self.broadcaster = EventBroadcaster(EventsV1Sink(self.events_rest), clock=clock)
         self.tasks = TaskSet()
         self.core: SchedulerCore | None = None
         self.driver: Driver | None = None
@@ -196,8 +199,11 @@ class LiveScheduler:
         for (api_version, _), resource in CONTROLLER_RESOURCES.items():
             await self._informer(api_version, resource)
         namespaces = await self._informer("v1", "namespaces")
-        writes = ApiWrites(self.rest, self.broadcaster.new_recorder(COMPONENT, host=socket.gethostname()),
-                           tasks=self.tasks, clock=self.clock, lookup=pods.indexer.get_by_key)
+        host = socket.gethostname()  # upstream: one recorder per profile, reportingController = its schedulerName
+        recorders = {p.scheduler_name: self.broadcaster.new_recorder(p.scheduler_name,
+                                                                     reporting_instance=f"{p.scheduler_name}-{host}")
+                     for p in self.config.profiles}
+        writes = ApiWrites(self.rest, recorders, tasks=self.tasks, clock=self.clock, lookup=pods.indexer.get_by_key)
         core = build_scheduler(self.config, services=self._services(writes), clock=self.clock,
                                pop_from_backoff=self.pop_from_backoff)
         nodes.add_event_handler(node_handler(core))
@@ -256,12 +262,14 @@ class LiveScheduler:
                 settle_heap()
             log.info("scheduler: caches synced (%d nodes); scheduling", core.cache.num_nodes)
             self.synced.set()
+            self.broadcaster.start()
             await self.driver.run()
         finally:
             core.queue.close()
             self.tasks.cancel()
             await self.factory.shutdown()
             await self.broadcaster.shutdown(drain=False)
+            await self.events_rest.close()
             if self.freeze_gc:
                 gc.unfreeze()
 
