@@ -62,9 +62,32 @@ _UNOWNED_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink",
 _decode_entries = msgspec.json.Decoder(list[dict[str, Any]]).decode
 
 
+def _structure(value: Any) -> Any:
+    """`value` with every scalar outside a list replaced by its type's zero value: what a create's
+    field set depends on. Field paths name fields and map keys; only list items are identified by
+    their values (associative keys, set members), so lists are kept whole. Types are kept: a value
+    of the wrong type fails the field set's typing where a right one does not."""
+    t = type(value)
+    if t is dict:
+        return {k: _structure(v) for k, v in value.items()}
+    if t is str:
+        return ""
+    if t is int:
+        return 0
+    if t is bool:
+        return False
+    if t is float:
+        return 0.0
+    return value  # lists, None
+
+
 def _shape_key(obj: Obj, meta: Obj) -> bytes:
-    owned = {k: v for k, v in meta.items() if k not in _UNOWNED_META}
-    return msgspec.json.encode({**obj, "metadata": owned})
+    """The memo key of a create: its structure without the metadata nobody owns. Pods from one
+    template share it, and so do a controller's Events (they differ only in values)."""
+    owned = {k: _structure(v) for k, v in meta.items() if k not in _UNOWNED_META}
+    shape = {k: _structure(v) for k, v in obj.items() if k != "metadata"}
+    shape["metadata"] = owned
+    return msgspec.json.encode(shape)
 
 
 def _without_managed(obj: Obj) -> Obj:
