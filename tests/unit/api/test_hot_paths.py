@@ -40,6 +40,35 @@ def test_create_memo_matches_the_long_way_and_keeps_times_fresh() -> None:
     assert "f:tier" in other[0]["fieldsV1"]["f:metadata"]["f:labels"]
 
 
+def test_create_memo_is_shared_by_values_but_not_by_list_items_or_types() -> None:
+    def event(i: int, **extra: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"e{i}", "namespace": "ns"},
+                "involvedObject": {"kind": "Pod", "name": f"p{i}", "uid": f"u{i}"}, "reason": "Scheduled",
+                "message": f"assigned ns/p{i} to node-{i}" if i else "", "count": i, "type": "Normal", **extra}
+
+    def fresh(obj: dict[str, Any]) -> list[dict[str, Any]]:
+        return _created(FieldManager(group="", version="v1", kind="Event"), obj, "T")
+
+    events = FieldManager(group="", version="v1", kind="Event")
+    for i in range(5):  # other values (an empty message, a zero count): one memo entry, the long way's result
+        assert _created(events, event(i), "T") == fresh(event(i))
+    assert len(events._create_memo) == 1
+    assert _created(events, event(1, count="1"), "T") == fresh(event(1, count="1"))  # another type: its own entry
+    assert len(events._create_memo) == 2
+    cached = FieldManager(group="", version="v1", kind="Pod", has_status=True)
+    for name in ("a", "b"):  # labels' values are outside lists: shared
+        _created(cached, pod(name, labels={"app": name}), "T")
+    assert len(cached._create_memo) == 1
+    two = pod("x")
+    two["spec"]["containers"].append({"name": "d", "image": "i"})  # list items are kept whole (keyed by values)
+    assert _created(cached, two, "T") == fresh_pod(two)
+    assert len(cached._create_memo) == 2
+
+
+def fresh_pod(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return _created(FieldManager(group="", version="v1", kind="Pod", has_status=True), copy.deepcopy(obj), "T")
+
+
 def test_fields_v1_memos_hand_out_copies() -> None:
     raw = {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:replicas": {}}}
     paths = from_fields_v1(raw)
