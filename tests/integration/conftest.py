@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -30,7 +31,13 @@ def _ready(url: str) -> bool:
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`kubecore apiserver` on a free loopback port for one test module, stopped with SIGTERM."""
-    base = tmp_path_factory.mktemp("apiserver")
+    with apiserver(tmp_path_factory.mktemp("apiserver")) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def apiserver(base: Path, *args: str) -> Iterator[str]:
+    """`kubecore apiserver [args]` with its data and log in `base`; yields its URL once ready."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     pythonpath = os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")]))
@@ -38,7 +45,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kubecore.cli.main", "apiserver", "--data-dir", str(base / "data"),
-             "--listen", f"127.0.0.1:{port}"],
+             "--listen", f"127.0.0.1:{port}", *args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=dict(os.environ, PYTHONPATH=pythonpath), cwd=str(base))
     try:

@@ -23,6 +23,7 @@ from kubecore.apiserver.crd import CRDController
 from kubecore.apiserver.crstore import VersionedObjectStore
 from kubecore.apiserver.fastpath import FastReads
 from kubecore.apiserver.inflight import InflightLimiter
+from kubecore.apiserver.leases import DEFAULT_EVENT_TTL
 from kubecore.apiserver.metrics import Metrics
 from kubecore.apiserver.allocators import Allocators
 from kubecore.apiserver.requestinfo import RequestInfo, parse
@@ -217,10 +218,12 @@ def service_allocators(registry: Registry, objects: ObjectStore) -> Allocators:
     return alloc
 
 
-def build_app(store: Store, *, registry: Registry | None = None, chain: ChainConfig | None = None) -> web.Application:
+def build_app(store: Store, *, registry: Registry | None = None, chain: ChainConfig | None = None,
+              event_ttl: int = DEFAULT_EVENT_TTL) -> web.Application:
     registry = registry or builtin_registry()
     metricsapi.register(registry)
-    objects: ObjectStore = VersionedObjectStore(store)  # custom resources: storage version, served version
+    # custom resources: storage version, served version; Events expire `event_ttl` s after their last write
+    objects: ObjectStore = VersionedObjectStore(store, event_ttl=event_ttl)
     allocators = service_allocators(registry, objects)
     resources = Resources(registry, objects, Admission(registry, objects), allocators)
     metrics = Metrics()

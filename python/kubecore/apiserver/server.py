@@ -21,6 +21,7 @@ from kubecore.apiserver.admission import ensure_system_namespaces
 from kubecore.apiserver.app import ALLOCATORS, DIRECT, FAST_READS, OBJECTS, REGISTRY, build_app
 from kubecore.apiserver.fastpath import FastAppRunner
 from kubecore.apiserver.httpserver import LeanServer
+from kubecore.apiserver.leases import DEFAULT_EVENT_TTL
 from kubecore.heap import settle_heap
 from kubecore.store import Store
 
@@ -98,11 +99,12 @@ async def ensure_kubernetes_service(app: web.Application, port: int) -> None:
     await objects.create(services, "default", "kubernetes", obj)
 
 
-async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
-    """Serves until SIGINT/SIGTERM; the store is closed cleanly on the way out."""
+async def run(data_dir: Path, listen: Listen, *, on_ready: str = "", event_ttl: int = DEFAULT_EVENT_TTL) -> None:
+    """Serves until SIGINT/SIGTERM; the store is closed cleanly on the way out. Events expire
+    `event_ttl` seconds after their last write (0: never)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with Store.open(data_dir / "store") as store:
-        app = build_app(store)
+        app = build_app(store, event_ttl=event_ttl)
         await ensure_system_namespaces(app[OBJECTS], app[REGISTRY], meta.now_rfc3339(), meta.new_uid)
         await ensure_kubernetes_service(app, listen.port)
         runner = FastAppRunner(app, fast=app[FAST_READS], direct=app[DIRECT], access_log=None, handle_signals=False,
@@ -126,10 +128,10 @@ async def run(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
             await runner.cleanup()
 
 
-def serve(data_dir: Path, listen: Listen, *, on_ready: str = "") -> None:
+def serve(data_dir: Path, listen: Listen, *, on_ready: str = "", event_ttl: int = DEFAULT_EVENT_TTL) -> None:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; keep working without it
-        asyncio.run(run(data_dir, listen, on_ready=on_ready))
+        asyncio.run(run(data_dir, listen, on_ready=on_ready, event_ttl=event_ttl))
     else:
-        uvloop.run(run(data_dir, listen, on_ready=on_ready))
+        uvloop.run(run(data_dir, listen, on_ready=on_ready, event_ttl=event_ttl))

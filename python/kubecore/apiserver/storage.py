@@ -15,6 +15,7 @@ import msgspec
 
 from kubecore.api import errors
 from kubecore.api.registry import ResourceType
+from kubecore.apiserver.leases import DEFAULT_EVENT_TTL, LeaseManager
 from kubecore.store import CompactedError, Compare, FutureRevisionError, KeyValue, Op, Store, prefix_end
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ _decode = msgspec.json.Decoder(dict[str, Any]).decode
 _encode = msgspec.json.encode
 
 Obj = dict[str, Any]
+EVENTS_PREFIX = "/registry/events/"
+"""Where the Events of both API groups are stored (they expire: `ObjectStore.event_ttl`)."""
 
 
 def decode(value: bytes, revision: int) -> Obj:
@@ -116,9 +119,18 @@ class ObjectStore:
     requests are served from `cache` (kubecore.apiserver.cache) when it can, with these methods
     as the fallback."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, event_ttl: int = DEFAULT_EVENT_TTL) -> None:
         self.store = store
         self._cache: WatchCache | None = None
+        self.event_ttl = event_ttl
+        """Seconds an Event lives after its last write (kube-apiserver's --event-ttl; 0: forever)."""
+        self._leases = LeaseManager(store)
+
+    async def _lease(self, rt: ResourceType) -> int:
+        """The store lease a write of `rt` is attached to: Events expire, nothing else does."""
+        if self.event_ttl > 0 and rt.storage_prefix == EVENTS_PREFIX:
+            return await self._leases.lease(self.event_ttl)
+        return 0
 
     @property
     def cache(self) -> WatchCache:
@@ -234,7 +246,7 @@ class ObjectStore:
         value = encode(obj)
         res = await self.store.atxn(
             compare=[Compare.create_revision(key, "=", 0)],
-            success=[Op.put(key, value)],
+            success=[Op.put(key, value, lease=await self._lease(rt))],
         )
         if not res.succeeded:
             raise errors.already_exists(rt, name)
@@ -272,7 +284,7 @@ class ObjectStore:
         key = rt.key(namespace or None, name)
         res = await self.store.atxn(
             compare=[Compare.mod_revision(key, "=", expect_revision)],
-            success=[Op.put(key, value)],
+            success=[Op.put(key, value, lease=await self._lease(rt))],
         )
         if not res.succeeded:
             raise errors.conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")

@@ -19,11 +19,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser("apiserver", help="serve the Kubernetes API over a data directory")
     p.add_argument("--data-dir", required=True, type=Path, help="where the store lives")
     p.add_argument("--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT (default {DEFAULT_LISTEN}; plain HTTP)")
+    _event_ttl_flag(p)
     p.set_defaults(run=lambda a: _run(a, kubeconfig=False))
     p = sub.add_parser("up", help="start a cluster in DIR (API server, controller manager, scheduler, optional "
                                   "simulated nodes) and write DIR/kubeconfig")
     p.add_argument("--data-dir", required=True, type=Path)
     p.add_argument("--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT (default {DEFAULT_LISTEN})")
+    _event_ttl_flag(p)
     p.add_argument("--controllers", default="*",
                    help='controllers to run (as controller-manager --controllers); "" runs no controller manager')
     p.add_argument("--scheduler", action=argparse.BooleanOptionalAction, default=True,
@@ -55,6 +57,25 @@ def register(sub: Any) -> None:
     p.set_defaults(run=lambda a: _run(a, kubeconfig=True))
 
 
+def _event_ttl(text: str) -> int:
+    """kube-apiserver's --event-ttl: a Go duration ("1h", "30m", "90s"), whole seconds, 0 = never."""
+    from kubecore.api.gotime import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if seconds < 0 or seconds != int(seconds):
+        raise argparse.ArgumentTypeError(f"invalid event TTL {text!r}: whole seconds, 0 or more (e.g. 1h, 30m, 90s)")
+    return int(seconds)
+
+
+def _event_ttl_flag(p: Any) -> None:
+    p.add_argument("--event-ttl", type=_event_ttl, default=3600, metavar="DURATION",
+                   help="how long Events are kept after their last write (default 1h, as kube-apiserver; "
+                        "0: forever)")
+
+
 def _checked_eviction_hard(text: str) -> str:
     eviction_hard(text)  # the kubelet's check, made before anything starts
     return text
@@ -80,9 +101,9 @@ def _run(args: argparse.Namespace, *, kubeconfig: bool) -> int:
     children = up_children(args, kubeconfig=path) if kubeconfig else []
     try:
         if children:
-            _serve_with_children(args.data_dir, listen, ready=ready, children=children)
+            _serve_with_children(args.data_dir, listen, ready=ready, children=children, event_ttl=args.event_ttl)
         else:
-            serve(args.data_dir, listen, on_ready=ready)
+            serve(args.data_dir, listen, on_ready=ready, event_ttl=args.event_ttl)
     except LockedError:
         print(f"kubecore: error: {args.data_dir} is in use by another kubecore process; stop it first", file=sys.stderr)
         return 1
@@ -169,11 +190,12 @@ def node_runtime(args: argparse.Namespace) -> str | None:
     return "containerd"
 
 
-def _serve_with_children(data_dir: Path, listen: Any, *, ready: str, children: list[Any]) -> None:
+def _serve_with_children(data_dir: Path, listen: Any, *, ready: str, children: list[Any], event_ttl: int) -> None:
     """`up`: the API server, and once it is ready the other components as supervised child
     processes (see `kubecore.cli.supervise`)."""
     from kubecore.apiserver.server import run
     from kubecore.cli.controller_manager_cmd import run_loop, wait_ready
     from kubecore.cli.supervise import serve_with_children
 
-    run_loop(serve_with_children(run(data_dir, listen, on_ready=ready), lambda: wait_ready(listen.url), children))
+    run_loop(serve_with_children(run(data_dir, listen, on_ready=ready, event_ttl=event_ttl), lambda: wait_ready(listen.url),
+                                 children))
