@@ -126,11 +126,9 @@ class ObjectStore:
         """Seconds an Event lives after its last write (kube-apiserver's --event-ttl; 0: forever)."""
         self._leases = LeaseManager(store)
 
-    async def _lease(self, rt: ResourceType) -> int:
-        """The store lease a write of `rt` is attached to: Events expire, nothing else does."""
-        if self.event_ttl > 0 and rt.storage_prefix == EVENTS_PREFIX:
-            return await self._leases.lease(self.event_ttl)
-        return 0
+    def _expires(self, rt: ResourceType) -> bool:
+        """Whether writes of `rt` go on a lease: Events do (unless --event-ttl 0), nothing else."""
+        return self.event_ttl > 0 and rt.storage_prefix == EVENTS_PREFIX
 
     @property
     def cache(self) -> WatchCache:
@@ -246,7 +244,7 @@ class ObjectStore:
         value = encode(obj)
         res = await self.store.atxn(
             compare=[Compare.create_revision(key, "=", 0)],
-            success=[Op.put(key, value, lease=await self._lease(rt))],
+            success=[Op.put(key, value, lease=await self._leases.lease(self.event_ttl) if self._expires(rt) else 0)],
         )
         if not res.succeeded:
             raise errors.already_exists(rt, name)
@@ -284,7 +282,7 @@ class ObjectStore:
         key = rt.key(namespace or None, name)
         res = await self.store.atxn(
             compare=[Compare.mod_revision(key, "=", expect_revision)],
-            success=[Op.put(key, value, lease=await self._lease(rt))],
+            success=[Op.put(key, value, lease=await self._leases.lease(self.event_ttl) if self._expires(rt) else 0)],
         )
         if not res.succeeded:
             raise errors.conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")

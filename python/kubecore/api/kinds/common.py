@@ -35,22 +35,22 @@ class DecodeError(Exception):
 
 def m(obj: Any, key: str) -> Obj:
     """obj[key] as a dict ({} when missing or not a dict)."""
-    v = obj.get(key) if isinstance(obj, Mapping) else None
+    v = obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
     return v if isinstance(v, dict) else {}
 
 
 def lst(obj: Any, key: str) -> list[Any]:
-    v = obj.get(key) if isinstance(obj, Mapping) else None
+    v = obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
     return v if isinstance(v, list) else []
 
 
 def s(obj: Any, key: str) -> str:
-    v = obj.get(key) if isinstance(obj, Mapping) else None
+    v = obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
     return v if isinstance(v, str) else ""
 
 
 def num(obj: Any, key: str) -> int | None:
-    v = obj.get(key) if isinstance(obj, Mapping) else None
+    v = obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
