@@ -146,6 +146,29 @@ def test_field_selectors_both_ways(server_url: str) -> None:
     assert (code, status["message"]) == (400, "field label not supported: involvedObject.uid")
 
 
+def test_source_falls_back_to_the_reporting_controller(server_url: str) -> None:
+    """upstream's ToSelectableFields: `source` is source.component, or reportingController when
+    that is empty, in both groups (kube-scheduler's events set no deprecatedSource)."""
+    a, b = _name("sa"), _name("sb")
+    _ok("POST", server_url + EVENTS, _new_event(a, reportingController="example.com/fallback"))
+    legacy = _core_event(b)
+    legacy["source"] = {"component": "example.com/legacy"}
+    legacy["reportingComponent"] = "example.com/fallback"  # not used: source.component is set
+    _ok("POST", server_url + CORE, legacy)
+    q = urllib.parse.quote
+    for path in (CORE, EVENTS):
+        for source, want in (("example.com/fallback", [a]), ("example.com/legacy", [b])):
+            got = _ok("GET", f"{server_url}{path}?fieldSelector={q('source=' + source)}")
+            assert [e["metadata"]["name"] for e in got["items"]] == want, (path, source)
+    watch = _watch(server_url, EVENTS, "&fieldSelector=" + q("source=example.com/fallback"))
+    try:
+        c = _name("sc")
+        _ok("POST", server_url + CORE, dict(_core_event(c), source={}, reportingComponent="example.com/fallback"))
+        assert watch.next_about(c)["type"] == "ADDED"
+    finally:
+        watch.close()
+
+
 class _Watch:
     """A WATCH read on a thread; events arrive on a queue."""
 

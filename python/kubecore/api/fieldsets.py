@@ -82,7 +82,8 @@ def _core_event(o: Mapping[str, Any]) -> dict[str, str]:
         "involvedObject.fieldPath": _s(io.get("fieldPath")),
         "reason": _s(o.get("reason")),
         "reportingComponent": _s(o.get("reportingComponent")),
-        "source": _s(_get(o, "source", "component")),
+        # upstream's ToSelectableFields: source.component, or reportingController when it is empty
+        "source": _s(_get(o, "source", "component")) or _s(o.get("reportingComponent")),
         "type": _s(o.get("type")),
     }
 
@@ -101,7 +102,7 @@ def _events_k8s_io_event(o: Mapping[str, Any]) -> dict[str, str]:
         "involvedObject.fieldPath": _s(reg.get("fieldPath")),
         "reason": _s(o.get("reason")),
         "reportingComponent": _s(o.get("reportingController")),
-        "source": _s(_get(o, "deprecatedSource", "component")),
+        "source": _s(_get(o, "deprecatedSource", "component")) or _s(o.get("reportingController")),
         "type": _s(o.get("type")),
     }
 

@@ -57,7 +57,7 @@ def _strings(base: Path, **labels: str) -> FieldSpecs:
 _INVOLVED = {f"involvedObject.{m}": m for m in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
 
 # Per kind, the fields kubecore.api.fieldsets extracts, as JSON paths + format ("s": Go fmt of a
-# string, "i": of an int, "b": of a bool). tests/unit/apiserver/test_watchcache.py checks them
+# string, "i": of an int, "b": of a bool, "s*": the first of the paths whose string is not empty). tests/unit/apiserver/test_watchcache.py checks them
 # against fieldsets.object_fields; a kind whose extracted fields are not all here keeps Python
 # matching for field selectors on them.
 FIELD_SPECS: dict[tuple[str, str], FieldSpecs] = {
@@ -73,7 +73,7 @@ FIELD_SPECS: dict[tuple[str, str], FieldSpecs] = {
     ("", "Event"): [
         *_strings(["involvedObject"], **_INVOLVED),
         *_strings([], reason="reason", reportingComponent="reportingComponent", type="type"),
-        _spec("source", "s", ["source", "component"]),
+        _spec("source", "s*", ["source", "component"], ["reportingComponent"]),  # the first non-empty
     ],
     ("", "Namespace"): [_spec("status.phase", "s", ["status", "phase"])],
     ("", "Secret"): [_spec("type", "s", ["type"])],

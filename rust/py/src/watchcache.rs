@@ -33,7 +33,8 @@ fn field_spec((label, fmt, paths): PyFieldSpec) -> PyResult<FieldSpec> {
         "s" => Fmt::Str,
         "i" => Fmt::Int,
         "b" => Fmt::Bool,
-        other => return Err(PyValueError::new_err(format!("unknown field format {other:?}: use \"s\", \"i\" or \"b\""))),
+        "s*" => Fmt::FirstStr,
+        other => return Err(PyValueError::new_err(format!("unknown field format {other:?}: use \"s\", \"s*\", \"i\" or \"b\""))),
     };
     let conv = |s: PySeg| match s {
         PySeg::Index(i) => Seg::Index(i),

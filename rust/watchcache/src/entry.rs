@@ -39,6 +39,9 @@ pub enum Fmt {
     Int,
     /// A boolean field: "true" only for JSON `true`.
     Bool,
+    /// A string read from the first path whose value (formatted as `Str`) is not empty, "" when
+    /// none is: upstream's "source.component, or reportingController when that is empty".
+    FirstStr,
 }
 
 /// One selectable field of a kind: its label, format and where its value lives.
@@ -48,7 +51,8 @@ pub struct FieldSpec {
     pub fmt: Fmt,
     /// Alternatives, tried in order: the first whose parent (every segment but the last)
     /// resolves to a JSON object gives the value; the last one always does. This expresses
-    /// upstream's "podIPs[0].ip if podIPs is non-empty, else podIP".
+    /// upstream's "podIPs[0].ip if podIPs is non-empty, else podIP". With `Fmt::FirstStr` the
+    /// first non-empty value wins instead.
     pub paths: Vec<Vec<Seg>>,
 }
 
@@ -145,6 +149,9 @@ pub(crate) fn string_members(obj: &Map<String, Value>) -> Vec<(String, String)> 
 
 fn field_value(doc: Option<&Value>, spec: &FieldSpec) -> String {
     let Some(doc) = doc else { return format(None, spec.fmt) };
+    if spec.fmt == Fmt::FirstStr {
+        return spec.paths.iter().map(|p| format(resolve(doc, p), Fmt::Str)).find(|v| !v.is_empty()).unwrap_or_default();
+    }
     let last = spec.paths.len().saturating_sub(1);
     for (i, path) in spec.paths.iter().enumerate() {
         let (leaf, parent) = match path.split_last() {
@@ -181,10 +188,10 @@ pub(crate) fn format(v: Option<&Value>, fmt: Fmt) -> String {
         (Fmt::Bool, _) => "false".into(),
         (Fmt::Int, Some(Value::Number(n))) if n.is_i64() || n.is_u64() => n.to_string(),
         (Fmt::Int, _) => "0".into(),
-        (Fmt::Str, None | Some(Value::Null)) => String::new(),
-        (Fmt::Str, Some(Value::String(s))) => s.clone(),
-        (Fmt::Str, Some(Value::Bool(b))) => b.to_string(),
-        (Fmt::Str, Some(other)) => other.to_string(),
+        (Fmt::Str | Fmt::FirstStr, None | Some(Value::Null)) => String::new(),
+        (Fmt::Str | Fmt::FirstStr, Some(Value::String(s))) => s.clone(),
+        (Fmt::Str | Fmt::FirstStr, Some(Value::Bool(b))) => b.to_string(),
+        (Fmt::Str | Fmt::FirstStr, Some(other)) => other.to_string(),
     }
 }
 
@@ -281,6 +288,22 @@ mod tests {
             let e = entry(json, &specs);
             let got: Vec<&str> = (0..specs.len()).map(|i| e.field(i)).collect();
             assert_eq!(got, want, "{json}");
+        }
+    }
+
+    #[test]
+    fn first_str_takes_the_first_non_empty_value() {
+        let specs = [spec("source", Fmt::FirstStr, &[&[k("source"), k("component")], &[k("reportingComponent")]])];
+        let table = [
+            (r#"{"source":{"component":"kubelet"},"reportingComponent":"x"}"#, "kubelet"),
+            (r#"{"source":{"component":""},"reportingComponent":"default-scheduler"}"#, "default-scheduler"),
+            (r#"{"source":{},"reportingComponent":"default-scheduler"}"#, "default-scheduler"),
+            (r#"{"reportingComponent":"default-scheduler"}"#, "default-scheduler"),
+            (r#"{"source":{"component":null}}"#, ""),
+            (r#"{"source":"odd","reportingComponent":7}"#, "7"),
+        ];
+        for (json, want) in table {
+            assert_eq!(entry(json, &specs).field(0), want, "{json}");
         }
     }
 

@@ -306,10 +306,22 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The value at the end of one path (`leaf`), if the document has one.
+fn reach_value<'s>(plan: &Plan<'_>, slots: &'s [Slot], leaf: usize) -> Option<&'s Value> {
+    if leaf == 0 {
+        return Cursor::at(slots, 0).value();
+    }
+    let parent = Cursor::reach(plan, slots, plan.nodes[leaf].parent)?;
+    parent.step(plan, slots, leaf).and_then(Cursor::value)
+}
+
 /// `entry::field_value` over the walk's slots, for a spec whose paths end at `leaves`.
 /// A string leaf that nothing else reads (no other path, spec or label below it) is moved out
 /// of its slot rather than copied.
 fn field_value(plan: &Plan<'_>, slots: &mut [Slot], fmt: Fmt, leaves: &[usize]) -> String {
+    if fmt == Fmt::FirstStr {
+        return leaves.iter().map(|&leaf| format(reach_value(plan, slots, leaf), Fmt::Str)).find(|v| !v.is_empty()).unwrap_or_default();
+    }
     for (i, &leaf) in leaves.iter().enumerate() {
         if leaf == 0 {
             return format(Cursor::at(slots, 0).value(), fmt); // the empty path

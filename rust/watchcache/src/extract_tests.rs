@@ -38,7 +38,7 @@ fn pod_specs() -> Vec<FieldSpec> {
 
 /// Every format on every shape of path, including ones no kind uses.
 fn odd_specs() -> Vec<FieldSpec> {
-    let fmts = [Fmt::Str, Fmt::Int, Fmt::Bool];
+    let fmts = [Fmt::Str, Fmt::Int, Fmt::Bool, Fmt::FirstStr];
     let paths: Vec<Vec<Vec<Seg>>> = vec![
         vec![vec![k("a")]],
         vec![vec![k("a"), k("b")]],
@@ -65,7 +65,8 @@ fn whole_specs() -> Vec<FieldSpec> {
 }
 
 fn spec_sets() -> Vec<Vec<FieldSpec>> {
-    let event = strings(&["involvedObject"], &["kind", "namespace", "name", "uid"]);
+    let mut event = strings(&["involvedObject"], &["kind", "namespace", "name", "uid"]);
+    event.push(spec(Fmt::FirstStr, &[&[k("source"), k("component")], &[k("reportingComponent")]]));
     vec![vec![], pod_specs(), odd_specs(), whole_specs(), event]
 }
 
