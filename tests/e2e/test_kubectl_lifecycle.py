@@ -39,6 +39,32 @@ def test_describe(kubectl, server: Server, namespace: str) -> None:
     assert f"Name:         {namespace}" in out and "Status:       Active" in out, out
 
 
+def test_describe_pod_shows_events_of_both_groups(kubectl, server: Server, namespace: str) -> None:
+    """kubectl describe reads core/v1 Events; the scheduler writes events.k8s.io/v1 ones (no
+    deprecatedSource, no count): both show, From the reporting controller."""
+    pod = _create(server, f"/api/v1/namespaces/{namespace}/pods",
+                  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "seen"},
+                   "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    ref = {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": "seen", "uid": pod["metadata"]["uid"]}
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    _create(server, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events",
+            {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "seen.1"}, "eventTime": now,
+             "reportingController": "default-scheduler", "reportingInstance": "default-scheduler-h",
+             "action": "Binding", "reason": "Scheduled", "type": "Normal", "regarding": ref,
+             "note": f"Successfully assigned {namespace}/seen to node-1"})
+    stamp = now[:19] + "Z"
+    _create(server, f"/api/v1/namespaces/{namespace}/events",
+            {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "seen.2"}, "involvedObject": ref,
+             "reason": "Pulled", "message": "image pulled", "type": "Normal", "count": 1,
+             "source": {"component": "kubelet", "host": "node-1"}, "firstTimestamp": stamp, "lastTimestamp": stamp})
+    out = kubectl.ok("describe", "-n", namespace, "pod", "seen")
+    events = out[out.index("Events:"):]
+    assert "Scheduled" in events and "default-scheduler" in events, out
+    assert f"Successfully assigned {namespace}/seen to node-1" in events and "kubelet" in events, out
+    out = kubectl.ok("get", "events", "-n", namespace, "--field-selector", "source=default-scheduler", "-o", "name")
+    assert out.split() == ["event/seen.1"], out
+
+
 def test_wait_for_a_condition_and_for_deletion(kubectl, server: Server, namespace: str) -> None:
     pods = f"/api/v1/namespaces/{namespace}/pods"
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "w"},
