@@ -57,9 +57,9 @@ def _strings(base: Path, **labels: str) -> FieldSpecs:
 _INVOLVED = {f"involvedObject.{m}": m for m in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
 
 # Per kind, the fields kubecore.api.fieldsets extracts, as JSON paths + format ("s": Go fmt of a
-# string, "i": of an int, "b": of a bool, "s*": the first of the paths whose string is not empty). tests/unit/apiserver/test_watchcache.py checks them
-# against fieldsets.object_fields; a kind whose extracted fields are not all here keeps Python
-# matching for field selectors on them.
+# string, "i": of an int, "b": of a bool, "s*": the first of the paths whose string is not
+# empty). tests/unit/apiserver/test_watchcache.py checks them against fieldsets.object_fields; a
+# kind whose extracted fields are not all here keeps Python matching for field selectors on them.
 FIELD_SPECS: dict[tuple[str, str], FieldSpecs] = {
     ("", "Pod"): [
         *_strings(["spec"], **{f"spec.{m}": m for m in ("nodeName", "restartPolicy", "schedulerName", "serviceAccountName")}),
