@@ -64,6 +64,10 @@ class ChainConfig:
     queue_wait_seconds: float = 5.0
 
 
+_INFOS: dict[tuple[str, str, str], RequestInfo] = {}
+_MAX_INFOS = 4096
+
+
 def _info(request: web.Request) -> RequestInfo:
     info: RequestInfo = request["info"]
     return info
@@ -104,7 +108,15 @@ class Chain:
 
     @staticmethod
     def request_info(request: web.Request) -> RequestInfo:
-        info = parse(request.method, request.path, dict(request.query))
+        # the same target parses the same way: a client's creates in one namespace (events, a
+        # ReplicaSet's pods) share one parse (RequestInfo is immutable)
+        key = (request.method, request.path, request.query_string)
+        info = _INFOS.get(key)
+        if info is None:
+            info = parse(request.method, request.path, dict(request.query))
+            if len(_INFOS) >= _MAX_INFOS:
+                _INFOS.clear()
+            _INFOS[key] = info
         request["info"] = info
         return info
 

@@ -78,6 +78,10 @@ class LeanRequest(web.Request):
         return self._path
 
     @property
+    def query_string(self) -> str:
+        return self._qs
+
+    @property
     def query(self) -> MultiDictProxy[str]:
         q = self._query
         if q is None:

@@ -280,3 +280,19 @@ def test_a_repeated_header_block_is_parsed_once_and_read_the_same() -> None:
         raw = head("1.1", "Host: h", bad)
         assert httpserver._parse_head(raw, raw.find(b"\r\n\r\n")) is None
         assert httpserver._parse_head(raw, raw.find(b"\r\n\r\n")) is None
+
+
+def test_a_target_is_parsed_once_and_its_query_counts() -> None:
+    """The chain's request info is shared by requests for the same method, path and query."""
+    from kubecore.apiserver.app import Chain
+
+    def req(target: str, method: str = "GET") -> httpserver.LeanRequest:
+        return httpserver.LeanRequest(None, method, target, httpserver.CIMultiDictProxy(httpserver.CIMultiDict()), b"")  # type: ignore[arg-type]
+
+    first = Chain.request_info(req(PODS))
+    assert Chain.request_info(req(PODS)) is first and first.verb == "list" and first.resource == "pods"
+    watch = Chain.request_info(req(PODS + "?watch=1"))
+    assert watch.verb == "watch" and watch is not first
+    assert Chain.request_info(req(PODS, "POST")).verb == "create"
+    one, other = Chain.request_info(req(PODS + "/one")), Chain.request_info(req(PODS + "/other"))
+    assert (one.verb, one.name, other.name) == ("get", "one", "other")
