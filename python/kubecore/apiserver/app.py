@@ -109,14 +109,16 @@ class Chain:
     @staticmethod
     def request_info(request: web.Request) -> RequestInfo:
         # the same target parses the same way: a client's creates in one namespace (events, a
-        # ReplicaSet's pods) share one parse (RequestInfo is immutable)
+        # ReplicaSet's pods) share one parse (RequestInfo is immutable). Only collections are
+        # kept: a path naming an object (a binding) seldom comes back.
         key = (request.method, request.path, request.query_string)
         info = _INFOS.get(key)
         if info is None:
             info = parse(request.method, request.path, dict(request.query))
-            if len(_INFOS) >= _MAX_INFOS:
-                _INFOS.clear()
-            _INFOS[key] = info
+            if not info.name:
+                if len(_INFOS) >= _MAX_INFOS:
+                    _INFOS.clear()
+                _INFOS[key] = info
         request["info"] = info
         return info
 

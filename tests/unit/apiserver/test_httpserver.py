@@ -296,3 +296,4 @@ def test_a_target_is_parsed_once_and_its_query_counts() -> None:
     assert Chain.request_info(req(PODS, "POST")).verb == "create"
     one, other = Chain.request_info(req(PODS + "/one")), Chain.request_info(req(PODS + "/other"))
     assert (one.verb, one.name, other.name) == ("get", "one", "other")
+    assert Chain.request_info(req(PODS + "/one")) is not one  # objects' paths are not kept
