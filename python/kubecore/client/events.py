@@ -51,6 +51,26 @@ DROP_REPORT_INTERVAL = 10.0
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
+class EventNamer:
+    """Event names as both of client-go's recorders make them: "<object name>.<UnixNano hex>", a
+    UUID when that is not a valid name. The stamp is strictly increasing per namer, so two events
+    about one object at one instant (easy on a fake clock) never share a name."""
+
+    def __init__(self) -> None:
+        self._last_nanos = 0
+
+    def __call__(self, ref_name: str, t: float) -> str:
+        nanos = int(t * 1e9)
+        if nanos <= self._last_nanos:
+            nanos = self._last_nanos + 1
+        self._last_nanos = nanos
+        name = f"{ref_name}.{nanos:x}"
+        # "<ref>.<hex>" is a valid subdomain exactly when <ref> is one (checking it is cheaper)
+        if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(ref_name):
+            name = str(uuid.uuid4())
+        return name
+
+
 class EventSink(Protocol):
     """Where events go. Must raise `kubecore.client.errors.NotFound` for 404 and other `ApiError`s
     for other error answers; anything else counts as a transport failure (retried)."""
@@ -90,13 +110,13 @@ class EventBroadcaster:
                  rng: random.Random | None = None) -> None:
         self._sink = sink
         self._clock = clock
+        self._name_for = EventNamer()
         self._correlator = EventCorrelator(clock=clock, options=options, name_for=self._name_for)
         self._queue: asyncio.Queue[Event] = asyncio.Queue(max_queued)
         self._retry_sleep = retry_sleep
         self._max_tries = max_tries
         self._rng = rng or random.Random()
         self._writer: asyncio.Task[None] | None = None
-        self._last_nanos = 0
         self._closed = False
         self.dropped = 0  # events dropped because the queue was full (informational)
         self._dropped_reported = 0
@@ -123,14 +143,6 @@ class EventBroadcaster:
 
     def now(self) -> float:
         return self._clock.now()
-
-    def _name_for(self, ref_name: str, t: float) -> str:
-        nanos = max(int(t * 1e9), self._last_nanos + 1)
-        self._last_nanos = nanos
-        name = f"{ref_name}.{nanos:x}"
-        if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
-            name = str(uuid.uuid4())
-        return name
 
     def _enqueue(self, event: Event) -> None:
         if self._closed:

@@ -52,16 +52,14 @@ import asyncio
 import itertools
 import logging
 import random
-import re
 import socket
-import uuid
 from collections.abc import Callable, Coroutine
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from kubecore.client.clock import REAL_CLOCK, Clock
 from kubecore.client.errors import AlreadyExists, ApiError, NotFound
-from kubecore.client.events import NORMAL, WARNING, object_reference
+from kubecore.client.events import NORMAL, WARNING, EventNamer, object_reference
 
 __all__ = ["EventBroadcaster", "EventRecorder", "EventSink", "FINISH_TIME", "MAX_TRIES_PER_EVENT",
            "NORMAL", "REFRESH_TIME", "SLEEP_DURATION", "WARNING", "micro_time"]
@@ -79,8 +77,6 @@ SLEEP_DURATION = 10.0
 """Seconds between two tries of one write (plus up to JITTER of it)."""
 JITTER = 0.25
 API_VERSION = "events.k8s.io/v1"
-
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 _last_second: tuple[int, str] = (-1, "")
 
@@ -192,7 +188,7 @@ class EventBroadcaster:
         self._holding = False  # a refresh/finish holds the cache: new events wait in _backlog
         self._backlog: list[_Args] = []
         self._task_done = self._tasks.discard
-        self._last_nanos = 0
+        self._name_for = EventNamer()
         self._closed = False
         self._started = False
 
@@ -256,16 +252,6 @@ class EventBroadcaster:
             await asyncio.wait(tasks)
 
     # -- the hot path --------------------------------------------------------------------------------
-    def _name_for(self, ref_name: str, t: float) -> str:
-        nanos = int(t * 1e9)
-        if nanos <= self._last_nanos:
-            nanos = self._last_nanos + 1
-        self._last_nanos = nanos
-        name = f"{ref_name}.{nanos:x}"
-        if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(ref_name):
-            name = str(uuid.uuid4())
-        return name
-
     def _admit(self, key: _Key, now: float, recorder: EventRecorder, ref: Obj, related: Obj | None,
                event_type: str, reason: str, action: str, note: str) -> None:
         """recordToSink's critical section: count a repeat in the cache, or start a write. (The
