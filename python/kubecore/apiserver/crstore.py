@@ -48,11 +48,16 @@ _VIEWS: dict[tuple[str, str, str], tuple[Convert, Convert]] = {
 }
 
 
+def _view(rt: ResourceType) -> tuple[Convert, Convert]:
+    """(stored -> served, served -> stored) of a built-in view of another group's storage."""
+    return _VIEWS[(rt.group, rt.version, rt.kind)]
+
+
 def to_served(rt: ResourceType, obj: Obj) -> Obj:
     """A stored object as version ``rt.version`` shows it (in place)."""
     if rt.converts:
         if rt.shares_storage:
-            return _VIEWS[(rt.group, rt.version, rt.kind)][0](obj)
+            return _view(rt)[0](obj)
         obj["apiVersion"] = rt.api_version
         pruning.coerce(obj, rt.schema)
     return obj
@@ -61,7 +66,7 @@ def to_served(rt: ResourceType, obj: Obj) -> Obj:
 def _to_stored(rt: ResourceType, obj: Obj) -> None:
     """An object to write, rewritten in place into the stored form."""
     if rt.shares_storage:
-        _VIEWS[(rt.group, rt.version, rt.kind)][1](obj)
+        _view(rt)[1](obj)
     else:
         obj["apiVersion"] = f"{rt.group}/{rt.storage_version}"
 
@@ -69,7 +74,7 @@ def _to_stored(rt: ResourceType, obj: Obj) -> None:
 def _back_to_served(rt: ResourceType, obj: Obj) -> None:
     """Undoes `_to_stored` on the caller's object once it is written (or the write failed)."""
     if rt.shares_storage:
-        _VIEWS[(rt.group, rt.version, rt.kind)][0](obj)
+        _view(rt)[0](obj)
     else:
         obj["apiVersion"] = rt.api_version
 
