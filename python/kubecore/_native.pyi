@@ -43,6 +43,8 @@ __all__ = [
     "NativeSchedProfile",
     "NativeSchedSnapshot",
     "NativeScheduleResult",
+    "shape_key",
+    "NativeFieldModel",
 ]
 
 _CompareOp: TypeAlias = Literal["=", "!=", "<", ">"]
@@ -605,3 +607,26 @@ class NativeSchedSnapshot:
         """cpu (millicores), memory/ephemeral-storage (bytes), pods (count), scalar resources."""
 
     def allocatable(self, node: str) -> dict[str, int]: ...
+
+# ---- object walks for the create path (rust/py/src/objwalk.rs) ------------------------------------
+
+def shape_key(obj: dict[str, Any], skip_meta: frozenset[str]) -> bytes | None:
+    """kubecore.api.fieldmanager's create memo key: the structure of `obj` (scalars outside lists
+    as their type, lists whole, obj["metadata"] last without the keys in `skip_meta`); equal for
+    two objects exactly when the Python key is. None when `obj` or its metadata is not an exact
+    dict, or it holds what a JSON decoder does not make (a subclass, a tuple, a key that is not a
+    str, a lone surrogate in a key or a list) or nests more than 200 deep."""
+
+@final
+class NativeFieldModel:
+    """A kubecore.api.fieldvalidation `Node` tree compiled once (its `known`, `inner` and `spec`
+    read as `fast_count` reads them; nodes shared or recursive are compiled once)."""
+
+    def __new__(cls, node: Any) -> NativeFieldModel: ...
+    def count(self, obj: dict[str, Any]) -> int | None:
+        """`fast_count(obj, node)`: the keys of `obj` when it has no unknown field, else -1. None
+        when `obj` is not an exact dict or holds what only the Python version decides (a key
+        that is not an exact str or has a lone surrogate, an object nested more than 200 deep)."""
+
+    def __len__(self) -> int:
+        """How many messages the model holds."""

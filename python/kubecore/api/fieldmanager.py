@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from kubecore._native import shape_key as _native_shape_key
 from kubecore.api.jsoncopy import json_copy
 from kubecore.api import errors
 from kubecore.api.apply import ApplyConflict, Ignore, Managers, Updater
@@ -82,8 +83,16 @@ def _structure(value: Any) -> Any:
 
 
 def _shape_key(obj: Obj, meta: Obj) -> bytes:
-    """The memo key of a create: its structure without the metadata nobody owns. Pods from one
-    template share it, and so do a controller's Events (they differ only in values)."""
+    """The memo key of a create: its structure without the metadata nobody owns (`meta` is
+    `obj["metadata"]`). Pods from one template share it, and so do a controller's Events (they
+    differ only in values). The native walk gives keys equal exactly when `_shape_key_py`'s are;
+    it declines (None) what a JSON decoder does not make, and its keys never equal the fallback's."""
+    key = _native_shape_key(obj, _UNOWNED_META)
+    return key if key is not None else _shape_key_py(obj, meta)
+
+
+def _shape_key_py(obj: Obj, meta: Obj) -> bytes:
+    """`_shape_key` in Python (the reference, and the fallback)."""
     owned = {k: _structure(v) for k, v in meta.items() if k not in _UNOWNED_META}
     shape = {k: _structure(v) for k, v in obj.items() if k != "metadata"}
     shape["metadata"] = owned
@@ -131,27 +140,44 @@ class FieldManager:
                                ignored=_reset_fields(has_status=has_status, subresource=subresource))
         self._empty = skeleton(group, kind)  # read only
         self._create_memo: dict[tuple[str, bytes], bytes] = {}  # see create(): entries as JSON
+        self._create_raw: dict[tuple[str, bytes], tuple[str, msgspec.Raw]] = {}  # create(raw=True): this second's
         self.facts_source: Any = None  # what the facts were read from (a CRD schema), kept alive by the owner
 
     # ---- updates (create, update, non-apply patch) ----------------------------------------------
 
-    def create(self, obj: Obj, manager: str, *, now: str) -> Obj:
+    def create(self, obj: Obj, manager: str, *, now: str, raw: bool = False) -> Obj:
         """Records a create: the body's fields against the kind's empty object.
 
         The entry depends only on the manager and on the object without the fields nobody owns
         (name, uid, timestamps ...), so creates of one shape (a controller's pods from one
-        template, a client's repeated body) reuse the fieldsV1 computed the first time."""
+        template, a client's repeated body) reuse the fieldsV1 computed the first time.
+
+        With `raw`, a reused entry is set as `msgspec.Raw` (the entries' JSON, shared by the
+        creates of one shape within one second): for a caller that only encodes the object
+        afterwards (the API server's create path), which then never decodes the entries."""
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or "managedFields" in meta:
             return self.update(self._empty, obj, manager, now=now)
         key = (manager, _shape_key(obj, meta))
+        if raw:
+            hit = self._create_raw.get(key)
+            if hit is not None and hit[0] == now:
+                meta["managedFields"] = hit[1]
+                return obj
         encoded = self._create_memo.get(key)
         if encoded is not None:
             entries = _decode_entries(encoded)
             for e in entries:
                 if "time" in e:
                     e["time"] = now
-            meta["managedFields"] = entries
+            if not raw:
+                meta["managedFields"] = entries
+                return obj
+            if len(self._create_raw) >= CREATE_MEMO_SIZE:
+                self._create_raw.clear()
+            value = msgspec.Raw(msgspec.json.encode(entries))
+            self._create_raw[key] = (now, value)
+            meta["managedFields"] = value
             return obj
         self.update(self._empty, obj, manager, now=now)
         made = (obj.get("metadata") or {}).get("managedFields")

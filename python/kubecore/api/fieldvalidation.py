@@ -16,6 +16,8 @@ once and never builds a path unless it finds an unknown field. Duplicates are fo
 parser in the common case: the walk counts the keys it saw, and the raw body's key count is
 `raw.count(b'":') - raw.count(b'\\\\":')` (a `"` inside a string is always escaped); only when the
 two differ (a duplicate, or unusual spacing) is the body parsed again with ordered pairs to name them.
+The count runs natively (`native_count`: kubecore._native.NativeFieldModel, a kind's model compiled
+once); `fast_count` is its reference, and decides what the native walk leaves to Python.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from kubecore._native import NativeFieldModel
 from kubecore.api import errors
 from kubecore.api.gofmt import go_float
 from kubecore.api.protobuf.schema import KINDS, MESSAGES
@@ -41,14 +44,16 @@ FREE_TYPES = ("rawextension", "fieldsv1")
 
 class Node:
     """One message's fields: `spec` name -> (kind, child node); `known` all names; `inner` the
-    names whose values the fast count must look into (every kind but LEAF)."""
+    names whose values the fast count must look into (every kind but LEAF); `native` the tree
+    from this node compiled for `native_count`, once asked for."""
 
-    __slots__ = ("spec", "known", "inner")
+    __slots__ = ("spec", "known", "inner", "native")
 
     def __init__(self) -> None:
         self.spec: dict[str, tuple[int, Any]] = {}  # (kind, child Node or None)
         self.known: frozenset[str] = frozenset()
         self.inner: frozenset[str] = frozenset()
+        self.native: NativeFieldModel | None = None
 
     def seal(self) -> None:
         self.known = frozenset(self.spec)
@@ -174,6 +179,17 @@ def fast_count(obj: dict[str, Any], node: Node) -> int:
     return n
 
 
+def native_count(obj: dict[str, Any], node: Node) -> int:
+    """`fast_count` by the compiled model (built at the first call for `node`, which must not
+    change afterwards); `fast_count` itself for what the model leaves to Python (None: a dict
+    subclass, a key that is not a str, an object nested very deep)."""
+    compiled = node.native
+    if compiled is None:
+        compiled = node.native = NativeFieldModel(node)
+    n = compiled.count(obj)
+    return fast_count(obj, node) if n is None else n
+
+
 def walk(obj: dict[str, Any], node: Node, prefix: str, unknown: list[str]) -> int:
     """Drops fields that `node` does not know (their paths appended to `unknown`, in document
     order); returns how many keys the object held, for the duplicate check.
@@ -277,7 +293,7 @@ def ordered_errors(value: Any, node: Node | None, prefix: str = "") -> list[str]
 def strict_errors(obj: dict[str, Any], node: Node, raw: bytes | None) -> list[str]:
     """Prunes unknown fields of `obj`; returns upstream's strict decoding errors for it."""
     unknown: list[str] = []
-    seen = fast_count(obj, node)
+    seen = native_count(obj, node)
     if seen < 0:  # some field is unknown: the ordered walk names and drops them
         seen = walk(obj, node, "", unknown)
     found = [f'unknown field "{p}"' for p in unknown]

@@ -126,9 +126,11 @@ def field_manager(rt: ResourceType, subresource: str = "") -> FieldManager:
 
 def track_create(request: web.Request, rt: ResourceType, obj: Obj) -> None:
     """Records the creating manager's fields in obj.metadata.managedFields (not for apply,
-    which recorded them already)."""
+    which recorded them already). For built-in kinds the entries may be set as encoded JSON
+    (`msgspec.Raw`, see FieldManager.create): nothing on the create path reads them before the
+    object is encoded; custom resources keep decoded entries (their schema checks walk the object)."""
     if not is_apply(request):
-        field_manager(rt).create(obj, manager_for(request), now=meta.now_rfc3339())
+        field_manager(rt).create(obj, manager_for(request), now=meta.now_rfc3339(), raw=not rt.crd)
 
 
 def track_update(request: web.Request, rt: ResourceType, subresource: str, old: Obj, new: Obj) -> None:

@@ -7,6 +7,7 @@ use pyo3::types::PyBytes;
 mod completions;
 mod errors;
 mod fieldpath;
+mod objwalk;
 mod requests;
 mod sched;
 mod store;
@@ -41,5 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<requests::Compare>()?;
     m.add_class::<requests::Op>()?;
     m.add_function(wrap_pyfunction!(prefix_end, m)?)?;
+    m.add_function(wrap_pyfunction!(objwalk::shape_key, m)?)?;
+    m.add_class::<objwalk::NativeFieldModel>()?;
     Ok(())
 }
