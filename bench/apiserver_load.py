@@ -181,18 +181,45 @@ _PROBE_POD = msgspec.json.encode({
     "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}})
 
 
-def host_speed() -> dict[str, float]:
-    """A fixed CPU-bound probe (decode and re-encode one small pod, as the servers do all day): µs
-    per round, the median of 7 batches. Shared VMs here vary by up to 2x within hours; compare
-    benchmark figures taken at similar probe values."""
+def host_speed() -> dict[str, Any]:
+    """Two fixed CPU-bound probes, µs per round, the median of 7 batches each. `probe_us` decodes
+    and re-encodes one small pod (C code, as the servers do all day): the machine's speed. Shared
+    VMs here vary by up to 2x within hours; compare benchmark figures taken at similar probe
+    values. `interp_us` walks that pod in Python bytecode (dict and list reads, small dicts built,
+    calls): the interpreter's speed, which differs between builds of one Python version by 10-20%
+    (a distribution's PGO/LTO build against a plain source build). `python` names the interpreter."""
     dec, enc = msgspec.json.decode, msgspec.json.encode
+    probe = dec(_PROBE_POD)
+    return {"probe_us": _median_us(lambda: enc(dec(_PROBE_POD)), 2000),
+            "interp_us": _median_us(lambda: _walk(probe), 2000),
+            "python": python_build()}
+
+
+def _median_us(fn: Callable[[], object], n: int) -> float:
     times = []
     for _ in range(7):
         t = time.perf_counter()
-        for _ in range(2000):
-            enc(dec(_PROBE_POD))
-        times.append((time.perf_counter() - t) / 2000 * 1e6)
-    return {"probe_us": round(statistics.median(times), 2)}
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - t) / n * 1e6)
+    return round(statistics.median(times), 2)
+
+
+def _walk(value: Any) -> Any:
+    """The pod rebuilt with every string replaced by its length: plain interpreter work."""
+    if type(value) is dict:
+        return {k: _walk(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_walk(v) for v in value]
+    return len(value) if type(value) is str else value
+
+
+def python_build() -> dict[str, Any]:
+    """Which interpreter runs the benchmark (and, through `sys.executable`, the servers it starts).
+    Whether it was built with PGO/LTO is not recorded anywhere reliable (Debian's build says nothing
+    of it in CONFIG_ARGS); `interp_us` measures what that changes."""
+    return {"version": platform.python_version(), "implementation": platform.python_implementation(),
+            "executable": sys.executable, "compiler": platform.python_compiler()}
 
 
 def fs_type(path: Path) -> str:
