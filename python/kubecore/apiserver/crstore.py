@@ -210,10 +210,15 @@ class VersionedObjectStore(ObjectStore):
         finally:
             _back_to_served(rt, obj)
 
-    async def create_encoded(self, rt: ResourceType, *args: Any, **kwargs: Any) -> bytes:
+    async def create_encoded(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> bytes:
         if not _stores_elsewhere(rt):
-            return await super().create_encoded(rt, *args, **kwargs)
-        return _encode(await self.create(rt, *args, **kwargs))
+            return await super().create_encoded(rt, namespace, name, obj)
+        _to_stored(rt, obj)  # as create() does, without its two coroutines (Events come here at every create)
+        try:
+            await ObjectStore.create_encoded(self, rt, namespace, name, obj)
+        finally:
+            _back_to_served(rt, obj)
+        return _encode(obj)
 
     async def replace_encoded(self, rt: ResourceType, *args: Any, **kwargs: Any) -> bytes:
         if not _stores_elsewhere(rt):

@@ -96,8 +96,9 @@ class EventSink(Protocol):
     `kubecore.client.errors.NotFound` for 404 and other `ApiError`s for other error answers;
     anything else counts as a transport failure (retried)."""
 
-    async def create(self, event: Obj) -> Obj:
-        """POST `event` into its metadata.namespace; return the server's copy."""
+    async def create(self, event: Obj, *, keep: bool = True) -> Obj | None:
+        """POST `event` into its metadata.namespace; return the server's copy (with `keep`
+        False the caller does not use it, and None may be returned)."""
         ...
 
     async def patch(self, event: Obj, patch: bytes | Obj) -> Obj:
@@ -304,7 +305,7 @@ class EventBroadcaster:
         """attemptRecording: up to max_tries tries, sleep_duration (+ jitter) apart."""
         tries = 0
         while True:
-            _, retry = await self._record_event(event)
+            _, retry = await self._record_event(event, keep=False)
             if not retry:
                 return
             tries += 1
@@ -313,8 +314,9 @@ class EventBroadcaster:
                 return
             await self._clock.sleep(self._sleep_duration * (1.0 + JITTER * self._rng.random()))
 
-    async def _record_event(self, event: Obj) -> tuple[Obj | None, bool]:
-        """recordEvent: write once; (the server's copy or None, whether to retry)."""
+    async def _record_event(self, event: Obj, *, keep: bool = True) -> tuple[Obj | None, bool]:
+        """recordEvent: write once; (the server's copy or None, whether to retry). Without `keep`
+        a create's answer is not decoded (only a refresh keeps the server's copy)."""
         series = event.get("series")
         try:
             written: Obj | None = None
@@ -327,7 +329,7 @@ class EventBroadcaster:
                 meta = event["metadata"]
                 if "resourceVersion" in meta:
                     event = {**event, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-                written = await self._sink.create(event)
+                written = await self._sink.create(event, keep=keep)
             return written, False
         except AlreadyExists as e:
             if series is not None:  # the first create of this Event raced the patch: try again

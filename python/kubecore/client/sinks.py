@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+import msgspec
+
 from kubecore.client.rest import RestClient
 
 Obj = dict[str, Any]
@@ -66,7 +68,11 @@ class EventsV1Sink:
             raise ValueError(f"can't {verb} an event with empty namespace")
         return f"/apis/events.k8s.io/v1/namespaces/{quote(ns, safe='')}/events"
 
-    async def create(self, event: Obj) -> Obj:
+    async def create(self, event: Obj, *, keep: bool = True) -> Obj | None:
+        if not keep:  # the answer is read (and its status checked), not decoded
+            await self.rest.request("POST", self._events(event, "create"), body=msgspec.json.encode(event),
+                                    content_type="application/json")
+            return None
         out: Obj = await self.rest.send_json("POST", self._events(event, "create"), event)
         return out
 

@@ -60,7 +60,7 @@ class FakeSink:
         self.events[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = obj
         return copy.deepcopy(obj)
 
-    async def create(self, event: Obj) -> Obj:
+    async def create(self, event: Obj, *, keep: bool = True) -> Obj | None:
         await self._enter("create", event["metadata"]["name"], event)
         assert "resourceVersion" not in event["metadata"]
         key = (event["metadata"]["namespace"], event["metadata"]["name"])
