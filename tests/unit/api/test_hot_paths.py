@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import msgspec
+
 from kubecore.api import defaults, kinds
 from kubecore.api.fieldmanager import FieldManager
 from kubecore.api.jsoncopy import json_copy
@@ -63,6 +65,27 @@ def test_create_memo_is_shared_by_values_but_not_by_list_items_or_types() -> Non
     two["spec"]["containers"].append({"name": "d", "image": "i"})  # list items are kept whole (keyed by values)
     assert _created(cached, two, "T") == fresh_pod(two)
     assert len(cached._create_memo) == 2
+
+
+def test_raw_create_entries_encode_as_the_long_way_and_follow_the_clock() -> None:
+    """create(raw=True) (the API server's): a memo hit sets the entries' JSON, shared within one
+    second; the stored bytes are what the decoded entries encode to, with the current time."""
+    raw = FieldManager(group="", version="v1", kind="Pod", has_status=True)
+    first = raw.create(pod("a"), "kube-scheduler", now="2026-12-02T12:00:00Z", raw=True)
+    assert isinstance(first["metadata"]["managedFields"], list)  # a memo miss: computed, decoded
+    b = raw.create(pod("b"), "kube-scheduler", now="2026-12-02T12:00:00Z", raw=True)["metadata"]["managedFields"]
+    c = raw.create(pod("c"), "kube-scheduler", now="2026-12-02T12:00:00Z", raw=True)["metadata"]["managedFields"]
+    assert isinstance(b, msgspec.Raw) and c is b  # one second, one shape: one shared value
+    assert msgspec.json.decode(bytes(b)) == first["metadata"]["managedFields"]
+    later = raw.create(pod("d"), "kube-scheduler", now="2026-12-02T12:00:01Z", raw=True)["metadata"]["managedFields"]
+    assert later is not b and msgspec.json.decode(bytes(later))[0]["time"] == "2026-12-02T12:00:01Z"
+    plain = FieldManager(group="", version="v1", kind="Pod", has_status=True)
+    want = plain.create(pod("d"), "kube-scheduler", now="2026-12-02T12:00:01Z")["metadata"]["managedFields"]
+    assert msgspec.json.decode(bytes(later)) == want
+    other = raw.create(pod("e"), "kubectl-create", now="2026-12-02T12:00:01Z", raw=True)  # another manager: a miss
+    assert other["metadata"]["managedFields"][0]["manager"] == "kubectl-create"
+    stored = msgspec.json.decode(msgspec.json.encode(raw.create(pod("f"), "kube-scheduler", now="2026-12-02T12:00:01Z", raw=True)))
+    assert stored["metadata"]["managedFields"] == want  # encoding the object writes the entries out
 
 
 def fresh_pod(obj: dict[str, Any]) -> list[dict[str, Any]]:
