@@ -44,7 +44,9 @@ def encode(obj: Obj) -> bytes:
     meta = obj.get("metadata") or {}
     if "resourceVersion" in meta:
         meta = {k: v for k, v in meta.items() if k != "resourceVersion"}
-    return _encode({"metadata": meta, **{k: v for k, v in obj.items() if k != "metadata"}})
+    out = {"metadata": meta, **obj}  # "metadata" stays first; the spread put obj's back: undo that
+    out["metadata"] = meta
+    return _encode(out)
 
 
 def with_rv(value: bytes, revision: int) -> bytes:
