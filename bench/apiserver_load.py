@@ -186,7 +186,7 @@ def host_speed() -> dict[str, Any]:
     and re-encodes one small pod (C code, as the servers do all day): the machine's speed. Shared
     VMs here vary by up to 2x within hours; compare benchmark figures taken at similar probe
     values. `interp_us` walks that pod in Python bytecode (dict and list reads, small dicts built,
-    calls): the interpreter's speed, which differs between builds of one Python version by 10-20%
+    calls): the interpreter's speed, which differs between builds of one Python version by 10-30% here
     (a distribution's PGO/LTO build against a plain source build). `python` names the interpreter."""
     dec, enc = msgspec.json.decode, msgspec.json.encode
     probe = dec(_PROBE_POD)

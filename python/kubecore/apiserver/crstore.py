@@ -200,20 +200,18 @@ class VersionedObjectStore(ObjectStore):
             page.items = [_encode(to_served(rt, _decode(raw))) for raw in page.items]
         return page
 
-    async def create(self, rt: ResourceType, *args: Any, **kwargs: Any) -> Obj:
-        obj: Obj = args[2] if len(args) > 2 else kwargs["obj"]
+    async def create(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> Obj:
         if not _stores_elsewhere(rt):
-            return await super().create(rt, *args, **kwargs)
-        _to_stored(rt, obj)
-        try:
-            return await super().create(rt, *args, **kwargs)
-        finally:
-            _back_to_served(rt, obj)
+            return await super().create(rt, namespace, name, obj)
+        await self.create_encoded(rt, namespace, name, obj)
+        return obj
 
     async def create_encoded(self, rt: ResourceType, namespace: str, name: str, obj: Obj) -> bytes:
+        """Stores `obj` in its stored form; `obj` is the served form again afterwards (with its
+        resourceVersion), and the answer is it encoded. One coroutine: Events come here at every create."""
         if not _stores_elsewhere(rt):
             return await super().create_encoded(rt, namespace, name, obj)
-        _to_stored(rt, obj)  # as create() does, without its two coroutines (Events come here at every create)
+        _to_stored(rt, obj)
         try:
             await ObjectStore.create_encoded(self, rt, namespace, name, obj)
         finally:

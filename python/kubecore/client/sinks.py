@@ -69,11 +69,11 @@ class EventsV1Sink:
         return f"/apis/events.k8s.io/v1/namespaces/{quote(ns, safe='')}/events"
 
     async def create(self, event: Obj, *, keep: bool = True) -> Obj | None:
-        if not keep:  # the answer is read (and its status checked), not decoded
-            await self.rest.request("POST", self._events(event, "create"), body=msgspec.json.encode(event),
-                                    content_type="application/json")
+        answer = await self.rest.request("POST", self._events(event, "create"), body=msgspec.json.encode(event),
+                                         content_type="application/json")
+        if not keep:  # the answer's status was checked; its body is not decoded
             return None
-        out: Obj = await self.rest.send_json("POST", self._events(event, "create"), event)
+        out: Obj = answer.json()
         return out
 
     async def patch(self, event: Obj, patch: bytes | Obj) -> Obj:
